@@ -1,0 +1,3 @@
+from locomo_kit.cli import main
+
+raise SystemExit(main())

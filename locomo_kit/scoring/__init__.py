@@ -1,0 +1,18 @@
+"""Scorers named for the published numbers they reproduce."""
+
+from locomo_kit.scoring.aggregate import Summary, bootstrap_ci, by_category, summarize, wilson_ci
+from locomo_kit.scoring.locomo_f1 import locomo_f1, normalize_answer, token_f1
+from locomo_kit.scoring.mem0_f1 import bleu1, mem0_f1
+
+__all__ = [
+    "Summary",
+    "bleu1",
+    "bootstrap_ci",
+    "by_category",
+    "locomo_f1",
+    "mem0_f1",
+    "normalize_answer",
+    "summarize",
+    "token_f1",
+    "wilson_ci",
+]

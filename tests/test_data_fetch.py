@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import functools
+import http.server
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from locomo_kit.cli import main
+from locomo_kit.data_fetch import LOCOMO_SHA256, DataFetchError, fetch_dataset, sha256_file
+
+
+@pytest.fixture()
+def file_server(dataset_path: Path, tmp_path: Path):
+    """A real HTTP server on loopback serving a folder with the dataset and a corrupt copy."""
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "locomo10.json").write_bytes(dataset_path.read_bytes())
+    (root / "corrupt.json").write_bytes(dataset_path.read_bytes()[:-10])
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_copy_from_local_path(dataset_path, tmp_path):
+    dest = fetch_dataset(tmp_path / "d" / "locomo10.json", source=str(dataset_path))
+    assert sha256_file(dest) == LOCOMO_SHA256
+    assert [p.name for p in dest.parent.iterdir()] == ["locomo10.json"]  # no temp files left
+
+
+def test_download_from_url(file_server, tmp_path):
+    dest = fetch_dataset(tmp_path / "locomo10.json", source=f"{file_server}/locomo10.json")
+    assert sha256_file(dest) == LOCOMO_SHA256
+
+
+def test_checksum_mismatch_writes_nothing(file_server, tmp_path):
+    dest = tmp_path / "d" / "locomo10.json"
+    with pytest.raises(DataFetchError, match="expected 79fa87e9.*Nothing was written"):
+        fetch_dataset(dest, source=f"{file_server}/corrupt.json")
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_http_error_suggests_local_copy(file_server, tmp_path):
+    with pytest.raises(DataFetchError, match="HTTP 404.*LOCOMO_SOURCE"):
+        fetch_dataset(tmp_path / "x.json", source=f"{file_server}/missing.json")
+
+
+def test_no_network_says_what_to_do(tmp_path):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(DataFetchError, match="Without network, copy the file instead: LOCOMO_SOURCE="):
+        fetch_dataset(tmp_path / "x.json", source=f"http://127.0.0.1:{port}/locomo10.json", timeout=5)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_source_not_a_file(tmp_path):
+    with pytest.raises(DataFetchError, match="not a file"):
+        fetch_dataset(tmp_path / "x.json", source=str(tmp_path / "missing.json"))
+
+
+def test_existing_good_file_is_kept_and_bad_one_reported(dataset_path, tmp_path):
+    dest = tmp_path / "locomo10.json"
+    dest.write_bytes(dataset_path.read_bytes())
+    assert fetch_dataset(dest, source="/nonexistent") == dest  # never looked at the source
+    dest.write_text("[]")
+    with pytest.raises(DataFetchError, match="--force"):
+        fetch_dataset(dest, source=str(dataset_path))
+    fetch_dataset(dest, source=str(dataset_path), force=True)
+    assert sha256_file(dest) == LOCOMO_SHA256
+
+
+def test_cli_fetch_and_stats(dataset_path, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LOCOMO_SOURCE", str(dataset_path))
+    assert main(["data", "fetch"]) == 0
+    assert "ok (sha256 79fa87e9" in capsys.readouterr().out
+    assert main(["stats", "--sample", "conv-26"]) == 0
+    assert '"conversations": 1' in capsys.readouterr().out
+
+
+def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LOCOMO_SOURCE", str(tmp_path / "nothing.json"))
+    assert main(["data", "fetch"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("locomo-kit: error: LOCOMO_SOURCE points to") and err.count("\n") == 1
+    assert main(["stats"]) == 1
+    assert "locomo-kit data fetch" in capsys.readouterr().err
+
+
+def test_every_command_has_help(capsys):
+    from locomo_kit.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, p in sub.choices.items():
+        assert p.description, f"{name} has no description"
