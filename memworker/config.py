@@ -1,0 +1,47 @@
+"""memworker settings: command-line options over ``MEMWORKER_*`` environment variables over defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+
+@dataclass
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 37777
+    db_path: str = str(Path.home() / ".memworker" / "memworker.db")
+    token: str = ""  # bearer token; empty = no authentication (loopback only)
+    embedder: str = "minilm"  # minilm | hashing
+    extractor: str = "rules"  # rules | llm
+    llm_provider: str = "openai"  # for the llm extractor: openai | anthropic
+    llm_model: str = ""
+    llm_base_url: str = ""
+    llm_api_key: str = ""
+    w_similarity: float = 0.5
+    w_importance: float = 0.3
+    w_recency: float = 0.2
+    half_life_days: float = 30.0
+    top_k: int = 8
+    floor: float = 0.45  # minimum relevance relative to the best match (0-1)
+    bm25_weight: float = 0.6  # share of BM25 in the fused similarity; the rest is cosine
+    dedup_threshold: float = 0.85
+    now: str = "latest"  # "latest" (newest memory of the project), "wall", or an ISO date
+    max_body_bytes: int = 5_000_000
+    max_query_chars: int = 2000
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> "Settings":
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            env = os.environ.get(f"MEMWORKER_{f.name.upper()}")
+            if env is not None:
+                values[f.name] = type(getattr(cls(), f.name))(env)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def public(self) -> dict[str, object]:
+        """Settings safe to show (no token, no key)."""
+        hidden = {"token", "llm_api_key"}
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in hidden}

@@ -1,0 +1,385 @@
+"""The SQLite store (one file, WAL): sessions, the durable work queue, memories and their indexes.
+
+All SQL is parameterised. One connection is shared under a lock: SQLite serialises writers anyway,
+and at this scale a search takes a few milliseconds. Another backend (PostgreSQL + pgvector)
+would implement the same public methods.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id INTEGER PRIMARY KEY,
+    platform_source TEXT NOT NULL,
+    content_session_id TEXT NOT NULL,
+    project TEXT NOT NULL,
+    prompt TEXT,
+    prompt_number INTEGER NOT NULL DEFAULT 1,
+    summary TEXT,
+    created_at_epoch INTEGER NOT NULL,
+    UNIQUE (platform_source, content_session_id)
+);
+CREATE TABLE IF NOT EXISTS queue (
+    id INTEGER PRIMARY KEY,
+    session_id INTEGER NOT NULL REFERENCES sessions(id),
+    kind TEXT NOT NULL,
+    tool_use_id TEXT,
+    payload TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    error TEXT,
+    created_at_epoch INTEGER NOT NULL,
+    processed_at_epoch INTEGER
+);
+CREATE INDEX IF NOT EXISTS queue_pending ON queue(status, id);
+CREATE UNIQUE INDEX IF NOT EXISTS queue_tool_use ON queue(session_id, tool_use_id) WHERE tool_use_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS observations (
+    id INTEGER PRIMARY KEY,
+    memory_session_id TEXT,
+    project TEXT NOT NULL,
+    type TEXT NOT NULL,
+    title TEXT,
+    subtitle TEXT,
+    narrative TEXT,
+    text TEXT,
+    facts TEXT NOT NULL DEFAULT '[]',
+    concepts TEXT NOT NULL DEFAULT '[]',
+    files_read TEXT NOT NULL DEFAULT '[]',
+    files_modified TEXT NOT NULL DEFAULT '[]',
+    prompt_number INTEGER,
+    created_at TEXT NOT NULL,
+    created_at_epoch INTEGER NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    importance REAL NOT NULL DEFAULT 0.5,
+    event_epoch INTEGER,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_epoch INTEGER,
+    queue_id INTEGER,
+    embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS obs_project ON observations(project, id);
+CREATE VIRTUAL TABLE IF NOT EXISTS obs_fts USING fts5(body, context, tokenize='porter unicode61');
+"""
+
+ROW_FIELDS = ("id", "memory_session_id", "project", "type", "title", "subtitle", "narrative", "text",
+              "facts", "concepts", "files_read", "files_modified", "prompt_number", "created_at",
+              "created_at_epoch", "metadata")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+@dataclass
+class NewMemory:
+    project: str
+    memory_session_id: str | None
+    type: str
+    title: str
+    subtitle: str
+    narrative: str
+    body: str  # indexed text
+    context: str  # neighbouring text, indexed with a lower weight
+    facts: list[str]
+    concepts: list[str]
+    metadata: dict[str, Any]
+    importance: float
+    event_epoch: int | None
+    embedding: np.ndarray
+    prompt_number: int | None = None
+
+
+class Store:
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.lock = threading.RLock()
+        with self.lock:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.executescript(SCHEMA)
+        self._vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # project -> (ids, matrix)
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+    # -- transactions -------------------------------------------------------------------------
+    def _tx(self):
+        store = self
+
+        class _Tx:
+            def __enter__(self):
+                store.lock.acquire()
+                store.conn.execute("BEGIN IMMEDIATE")
+                return store.conn
+
+            def __exit__(self, exc_type, *rest):
+                try:
+                    store.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+                finally:
+                    store.lock.release()
+
+        return _Tx()
+
+    # -- sessions and queue -------------------------------------------------------------------
+    def init_session(self, platform: str, content_session_id: str, project: str, prompt: str | None) -> tuple[dict, bool]:
+        with self._tx() as c:
+            row = c.execute("SELECT * FROM sessions WHERE platform_source=? AND content_session_id=?",
+                            (platform, content_session_id)).fetchone()
+            if row is None:
+                cur = c.execute(
+                    "INSERT INTO sessions (platform_source, content_session_id, project, prompt, created_at_epoch)"
+                    " VALUES (?,?,?,?,?)", (platform, content_session_id, project, prompt, now_ms()))
+                row = c.execute("SELECT * FROM sessions WHERE id=?", (cur.lastrowid,)).fetchone()
+                return dict(row), True
+            if project and row["project"] != project:
+                has_obs = c.execute("SELECT 1 FROM queue WHERE session_id=? LIMIT 1", (row["id"],)).fetchone()
+                if not has_obs:
+                    c.execute("UPDATE sessions SET project=? WHERE id=?", (project, row["id"]))
+            c.execute("UPDATE sessions SET prompt_number=prompt_number+1 WHERE id=?", (row["id"],))
+            return dict(c.execute("SELECT * FROM sessions WHERE id=?", (row["id"],)).fetchone()), False
+
+    def find_session(self, platform: str, content_session_id: str) -> dict | None:
+        with self.lock:
+            row = self.conn.execute("SELECT * FROM sessions WHERE platform_source=? AND content_session_id=?",
+                                    (platform, content_session_id)).fetchone()
+        return dict(row) if row else None
+
+    def enqueue(self, session_id: int, kind: str, payload: dict, tool_use_id: str | None = None) -> int | None:
+        """Persist a unit of work; it is durable when this returns. ``None``: that tool use is already queued."""
+        with self._tx() as c:
+            if tool_use_id and c.execute("SELECT 1 FROM queue WHERE session_id=? AND tool_use_id=?",
+                                         (session_id, tool_use_id)).fetchone():
+                return None
+            cur = c.execute("INSERT INTO queue (session_id, kind, tool_use_id, payload, created_at_epoch)"
+                            " VALUES (?,?,?,?,?)", (session_id, kind, tool_use_id, json.dumps(payload), now_ms()))
+            return int(cur.lastrowid)
+
+    def next_pending(self) -> dict | None:
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT q.*, s.project, s.content_session_id, s.prompt_number FROM queue q "
+                "JOIN sessions s ON s.id = q.session_id WHERE q.status='pending' ORDER BY q.id LIMIT 1").fetchone()
+        return dict(row) if row else None
+
+    def queue_depth(self) -> int:
+        with self.lock:
+            return int(self.conn.execute("SELECT COUNT(*) FROM queue WHERE status='pending'").fetchone()[0])
+
+    def queue_counts(self) -> dict[str, int]:
+        with self.lock:
+            rows = self.conn.execute("SELECT status, COUNT(*) FROM queue GROUP BY status").fetchall()
+        return {r[0]: r[1] for r in rows}
+
+    def fail_item(self, queue_id: int, error: str) -> None:
+        with self._tx() as c:
+            c.execute("UPDATE queue SET status='failed', error=?, processed_at_epoch=? WHERE id=?",
+                      (error[:2000], now_ms(), queue_id))
+
+    def finish_summary(self, queue_id: int, session_id: int, summary: str) -> None:
+        with self._tx() as c:
+            c.execute("UPDATE sessions SET summary=? WHERE id=?", (summary, session_id))
+            c.execute("UPDATE queue SET status='done', processed_at_epoch=? WHERE id=?", (now_ms(), queue_id))
+
+    # -- memories -----------------------------------------------------------------------------
+    def commit_memories(self, queue_id: int | None, memories: list[NewMemory], dedup_threshold: float) -> list[int]:
+        """Insert or merge memories and mark the queue item done, in one transaction.
+
+        A memory whose embedding has cosine ≥ ``dedup_threshold`` with an existing one of the same
+        project (or one inserted earlier in this batch) merges into it: reference count +1, source
+        turns and facts united. Returns the ids touched.
+        """
+        try:
+            return self._commit(queue_id, memories, dedup_threshold)
+        except Exception:
+            self._vectors.clear()  # the cache may hold rows the rollback removed
+            raise
+
+    def _commit(self, queue_id: int | None, memories: list[NewMemory], dedup_threshold: float) -> list[int]:
+        touched: list[int] = []
+        with self._tx() as c:
+            if queue_id is not None:
+                done = c.execute("SELECT status FROM queue WHERE id=?", (queue_id,)).fetchone()
+                if done is None or done["status"] != "pending":
+                    return []
+            for mem in memories:
+                target = self._nearest(mem.project, mem.embedding, dedup_threshold) if dedup_threshold <= 1 else None
+                if target is not None:
+                    self._merge(c, target, mem)
+                    touched.append(target)
+                    continue
+                ms = now_ms()
+                cur = c.execute(
+                    "INSERT INTO observations (memory_session_id, project, type, title, subtitle, narrative, text,"
+                    " facts, concepts, prompt_number, created_at, created_at_epoch, metadata, importance,"
+                    " event_epoch, queue_id, embedding) VALUES (?,?,?,?,?,?,NULL,?,?,?,?,?,?,?,?,?,?)",
+                    (mem.memory_session_id, mem.project, mem.type, mem.title, mem.subtitle, mem.narrative,
+                     json.dumps(mem.facts), json.dumps(mem.concepts), mem.prompt_number, iso(ms), ms,
+                     json.dumps(mem.metadata), mem.importance, mem.event_epoch, queue_id,
+                     mem.embedding.astype(np.float32).tobytes()))
+                oid = int(cur.lastrowid)
+                c.execute("INSERT INTO obs_fts (rowid, body, context) VALUES (?,?,?)", (oid, mem.body, mem.context))
+                self._add_vector(mem.project, oid, mem.embedding)
+                touched.append(oid)
+            if queue_id is not None:
+                c.execute("UPDATE queue SET status='done', processed_at_epoch=? WHERE id=?", (now_ms(), queue_id))
+        return touched
+
+    def _merge(self, c: sqlite3.Connection, target: int, mem: NewMemory) -> None:
+        row = c.execute("SELECT metadata, facts, importance FROM observations WHERE id=?", (target,)).fetchone()
+        meta = json.loads(row["metadata"])
+        meta["reference_count"] = int(meta.get("reference_count", 1)) + 1
+        turns = meta.get("source_turns", [])
+        meta["source_turns"] = turns + [t for t in mem.metadata.get("source_turns", []) if t not in turns]
+        meta["last_merged_at"] = iso(now_ms())
+        facts = json.loads(row["facts"])
+        facts += [f for f in mem.facts if f not in facts]
+        c.execute("UPDATE observations SET metadata=?, facts=?, importance=? WHERE id=?",
+                  (json.dumps(meta), json.dumps(facts), max(row["importance"], mem.importance), target))
+        c.execute("UPDATE obs_fts SET context = context || ' ' || ? WHERE rowid=?", (mem.body, target))
+
+    # -- vectors ------------------------------------------------------------------------------
+    def _load_vectors(self, project: str) -> tuple[np.ndarray, np.ndarray]:
+        if project not in self._vectors:
+            rows = self.conn.execute("SELECT id, embedding FROM observations WHERE project=? AND embedding IS NOT NULL"
+                                     " ORDER BY id", (project,)).fetchall()
+            ids = np.array([r["id"] for r in rows], dtype=np.int64)
+            mat = (np.vstack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows])
+                   if rows else np.zeros((0, 0), dtype=np.float32))
+            self._vectors[project] = (ids, mat)
+        return self._vectors[project]
+
+    def _add_vector(self, project: str, oid: int, vec: np.ndarray) -> None:
+        ids, mat = self._load_vectors(project)
+        vec = vec.astype(np.float32)[None, :]
+        mat = vec if mat.size == 0 else np.vstack([mat, vec])
+        self._vectors[project] = (np.append(ids, oid), mat)
+
+    def _nearest(self, project: str, vec: np.ndarray, threshold: float) -> int | None:
+        ids, mat = self._load_vectors(project)
+        if mat.size == 0 or mat.shape[1] != vec.shape[0]:
+            return None
+        sims = mat @ vec.astype(np.float32)
+        best = int(np.argmax(sims))
+        return int(ids[best]) if sims[best] >= threshold else None
+
+    def dense_candidates(self, project: str, vec: np.ndarray, n: int) -> dict[int, float]:
+        with self.lock:
+            ids, mat = self._load_vectors(project)
+        if mat.size == 0 or mat.shape[1] != vec.shape[0]:
+            return {}
+        sims = mat @ vec.astype(np.float32)
+        top = np.argsort(-sims)[:n]
+        return {int(ids[i]): float(sims[i]) for i in top}
+
+    def fts_candidates(self, project: str, match: str, n: int, context_weight: float = 0.4) -> dict[int, float]:
+        """BM25 scores (higher is better) of the project's best ``n`` FTS matches."""
+        if not match:
+            return {}
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT o.id, -bm25(obs_fts, 1.0, ?) AS score FROM obs_fts JOIN observations o ON o.id = obs_fts.rowid"
+                " WHERE obs_fts MATCH ? AND o.project = ? ORDER BY bm25(obs_fts, 1.0, ?) LIMIT ?",
+                (context_weight, match, project, context_weight, n)).fetchall()
+        return {int(r["id"]): float(r["score"]) for r in rows}
+
+    # -- reads --------------------------------------------------------------------------------
+    def rows(self, ids: Iterable[int]) -> dict[int, dict]:
+        ids = list(ids)
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with self.lock:
+            rows = self.conn.execute(
+                f"SELECT {', '.join(ROW_FIELDS)}, importance, event_epoch, access_count, last_accessed_epoch"
+                f" FROM observations WHERE id IN ({marks})", ids).fetchall()
+        return {r["id"]: dict(r) for r in rows}
+
+    def list_project(self, project: str | None, offset: int, limit: int) -> tuple[list[dict], bool]:
+        sql = f"SELECT {', '.join(ROW_FIELDS)} FROM observations"
+        args: list[Any] = []
+        if project:
+            sql += " WHERE project=?"
+            args.append(project)
+        sql += " ORDER BY id LIMIT ? OFFSET ?"
+        with self.lock:
+            rows = self.conn.execute(sql, args + [limit + 1, offset]).fetchall()
+        return [dict(r) for r in rows[:limit]], len(rows) > limit
+
+    def project_ids(self, project: str, since: int | None = None, until: int | None = None,
+                    obs_type: str | None = None) -> list[int]:
+        sql, args = "SELECT id FROM observations WHERE project=?", [project]
+        if since is not None:
+            sql += " AND created_at_epoch >= ?"
+            args.append(since)
+        if until is not None:
+            sql += " AND created_at_epoch <= ?"
+            args.append(until)
+        if obs_type:
+            sql += " AND type = ?"
+            args.append(obs_type)
+        with self.lock:
+            return [r[0] for r in self.conn.execute(sql + " ORDER BY id", args).fetchall()]
+
+    def latest_event_epoch(self, project: str) -> int | None:
+        with self.lock:
+            row = self.conn.execute("SELECT MAX(event_epoch) FROM observations WHERE project=?", (project,)).fetchone()
+        return row[0]
+
+    def touch(self, ids: list[int]) -> None:
+        if not ids:
+            return
+        with self._tx() as c:
+            c.executemany("UPDATE observations SET access_count=access_count+1, last_accessed_epoch=? WHERE id=?",
+                          [(now_ms(), i) for i in ids])
+
+    def delete(self, ids: list[int]) -> int:
+        if not ids:
+            return 0
+        marks = ",".join("?" * len(ids))
+        with self._tx() as c:
+            projects = {r[0] for r in c.execute(f"SELECT DISTINCT project FROM observations WHERE id IN ({marks})", ids)}
+            n = c.execute(f"DELETE FROM observations WHERE id IN ({marks})", ids).rowcount
+            c.execute(f"DELETE FROM obs_fts WHERE rowid IN ({marks})", ids)
+            for p in projects:
+                self._vectors.pop(p, None)
+        return n
+
+    def delete_project(self, project: str) -> dict[str, int]:
+        with self._tx() as c:
+            ids = [r[0] for r in c.execute("SELECT id FROM observations WHERE project=?", (project,))]
+            marks = ",".join("?" * len(ids))
+            if ids:
+                c.execute(f"DELETE FROM obs_fts WHERE rowid IN ({marks})", ids)
+            n = c.execute("DELETE FROM observations WHERE project=?", (project,)).rowcount
+            sessions = [r[0] for r in c.execute("SELECT id FROM sessions WHERE project=?", (project,))]
+            if sessions:
+                smarks = ",".join("?" * len(sessions))
+                c.execute(f"DELETE FROM queue WHERE session_id IN ({smarks})", sessions)
+                c.execute(f"DELETE FROM sessions WHERE id IN ({smarks})", sessions)
+            self._vectors.pop(project, None)
+        return {"observations": n, "sessions": len(sessions)}
+
+    def stats(self) -> dict[str, int]:
+        with self.lock:
+            obs = self.conn.execute("SELECT COUNT(*) FROM observations").fetchone()[0]
+            ses = self.conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+        return {"observations": obs, "sessions": ses}
