@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Callable, Sequence
 
@@ -41,6 +42,44 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sample", default="conv-26", help="a sample id, a comma-separated list, or 'all' (default conv-26)")
+    p.add_argument("--worker-url", default=os.environ.get("LOCOMO_WORKER_URL", "embedded"),
+                   help="Worker base URL, or 'embedded' to start memworker for the run "
+                   "(default: $LOCOMO_WORKER_URL, else embedded); token from $LOCOMO_WORKER_TOKEN")
+    p.add_argument("--mode", choices=["transcript", "turns"], default="transcript",
+                   help="transcript: one Read per session (default); turns: each turn saved via memory/save")
+    p.add_argument("--run-id", help="run folder name under outputs/runs (default: derived from sample, mode, worker)")
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from locomo_kit.ingest import print_summary
+    from locomo_kit.pipeline import run_ingest
+
+    run, summary = run_ingest(args.sample, args.worker_url, args.mode, args.run_id, force=args.force,
+                              session_timeout=args.session_timeout, poll_interval=args.poll_interval)
+    print_summary(summary)
+    print(f"run folder: {run.path}")
+    return 1 if summary.failed or summary.zero_observation_sessions else 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from locomo_kit.ingest import format_verification, verify
+    from locomo_kit.pipeline import connect, load, resolve_run
+
+    conversations, _ = load(args.sample)
+    run = resolve_run(args.sample, args.mode, args.worker_url, args.run_id)
+    if args.worker_url == "embedded" and not run.exists():
+        raise CliError(f"No run at {run.path}: ingest first (locomo-kit ingest --sample {args.sample})")
+    with connect(args.worker_url, run) as client:
+        counts = []
+        for conv in conversations:
+            report = verify(client, conv)
+            print(format_verification(report))
+            counts.append(report["observations"])
+    return 0 if all(counts) else 1
+
+
 def _add_data(sub: argparse._SubParsersAction) -> None:
     data = sub.add_parser("data", help="get the LoCoMo dataset", description="Get the LoCoMo dataset.")
     data_sub = data.add_subparsers(dest="data_command", required=True)
@@ -65,6 +104,19 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--dataset", help="path to locomo10.json (default data/locomo10.json)")
     stats.add_argument("--sample", default="all", help="'all', a sample id, or a comma-separated list")
     stats.set_defaults(func=_cmd_stats)
+    ing = sub.add_parser("ingest", help="ingest conversations into a Worker (resumable)",
+                         description="Ingest LoCoMo conversations into a Worker over the claude-mem API. "
+                         "Resumable: a rerun skips sessions already ingested.")
+    _worker_options(ing)
+    ing.add_argument("--force", action="store_true", help="forget the project in the Worker and ingest again")
+    ing.add_argument("--session-timeout", type=float, default=180.0, help="seconds to wait per session (180)")
+    ing.add_argument("--poll-interval", type=float, default=3.0, help="longest pause between queue polls (3 s)")
+    ing.set_defaults(func=_cmd_ingest)
+    ver = sub.add_parser("verify", help="count a project's observations and probe search",
+                         description="Count the observations of each sample's project and show the top 3 "
+                         "results for one single-hop, one multi-hop and one temporal question.")
+    _worker_options(ver)
+    ver.set_defaults(func=_cmd_verify)
     run = sub.add_parser("run", help="run the main job headless (papermill) into outputs/",
                          description="Run the kit's main job: notebooks executed headless into outputs/.")
     run.add_argument("--sample", default="all", help="'all', a sample id, or a comma-separated list")
@@ -74,12 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from locomo_kit.dataset import DatasetError
+    from locomo_kit.worker_client import WorkerError
 
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
-    except (CliError, DatasetError, KeyError) as exc:
+    except (CliError, DatasetError, KeyError, WorkerError, RuntimeError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print(f"locomo-kit: error: {message}", file=sys.stderr)
         return 1

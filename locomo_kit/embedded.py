@@ -1,0 +1,72 @@
+"""Start the reference Worker (memworker) as a child process on a free loopback port.
+
+The kit never imports memworker: it runs ``python -m memworker`` and talks to it over HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from locomo_kit.worker_client import WorkerClient, WorkerError
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class EmbeddedWorker:
+    """``with EmbeddedWorker(db_path) as url: ...``: a memworker for the duration of the block."""
+
+    def __init__(self, db_path: Path, embedder: str | None = None, log_path: Path | None = None,
+                 startup_timeout: float = 120.0, extra_args: list[str] | None = None) -> None:
+        self.db_path = Path(db_path)
+        self.embedder = embedder or os.environ.get("LOCOMO_EMBEDDER", "minilm")
+        self.log_path = Path(log_path) if log_path else self.db_path.with_suffix(".log")
+        self.startup_timeout = startup_timeout
+        self.extra_args = extra_args or []
+        self.port = 0
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> str:
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        cmd = [sys.executable, "-m", "memworker", "--host", "127.0.0.1", "--port", str(self.port),
+               "--db-path", str(self.db_path), "--embedder", self.embedder, *self.extra_args]
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        with WorkerClient(self.url, retries=40, backoff=0.1, token="") as client:
+            try:
+                client.wait_until_ready(timeout=self.startup_timeout)
+            except WorkerError as exc:
+                self.stop()
+                tail = self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else ""
+                raise RuntimeError(f"memworker did not start ({exc}). Its log ({self.log_path}):\n{tail}") from exc
+        return self.url
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
