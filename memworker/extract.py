@@ -25,6 +25,8 @@ STOPWORDS = frozenset(
     "what when where who why how can could would should will wow cool great awesome lol haha ok okay "
     "am pm im it's that's i'm you're".split()
 )
+CHITCHAT = frozenset("good see nice glad hear talk soon later bye care take doing been day morning night "
+                     "catch up chat chatting miss long time how's going".split())
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _PREFERENCE = re.compile(r"(?i)\b(love|loves|like|likes|enjoy|enjoys|favorite|favourite|prefer|hate|fan of|passionate)\b")
 _PLAN = re.compile(r"(?i)\b(going to|gonna|plan|plans|planning|will|want to|hope to|next (?:week|month|year))\b")
@@ -97,7 +99,9 @@ class RuleExtractor:
         for i, t in enumerate(turns):
             body = _turn_text(t)
             words = content_words(body)
-            if len(words) < self.min_content_words and not t.image_caption:
+            names = {n.lower() for n in (t.speaker, *transcript.speakers)} | {n.lower()[:3] for n in transcript.speakers}
+            substantive = [w for w in words if w not in CHITCHAT and w not in names]
+            if len(substantive) < self.min_content_words and not t.image_caption:
                 continue
             resolutions = resolve_relative(t.text, ref) if ref else []
             notes = "".join(f" ({r.expression} = {r.phrase})" for r in resolutions)

@@ -65,7 +65,8 @@ def rank(bm25: dict[int, float], cosine: dict[int, float], facts: dict[int, dict
         f = facts.get(i)
         if f is None or sims[i] < w.floor * best:
             continue
-        event = f.get("event_epoch") or now_ms
+        event = f.get("event_epoch")
+        event = now_ms if event is None else event
         age_days = max(0.0, (now_ms - event) / DAY_MS)
         decay = 0.5 ** (age_days / w.half_life_days)
         last = f.get("last_accessed_epoch")
