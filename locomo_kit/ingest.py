@@ -213,6 +213,6 @@ def format_verification(report: dict) -> str:
     return "\n".join(lines)
 
 
-def print_summary(summary: IngestSummary, file=sys.stdout) -> None:
+def print_summary(summary: IngestSummary, file=None) -> None:
     for line in summary.lines():
-        print(line, file=file)
+        print(line, file=file or sys.stdout)

@@ -282,7 +282,7 @@ class WorkerClient:
         empty after ``timeout`` (a stuck queue: quota or auth failures on the Worker's side).
         """
         start = time.monotonic()
-        delay = min(0.05, poll_interval)
+        delay = min(0.02, poll_interval)
         while True:
             status = self.processing_status()
             if int(status.get("queueDepth", 0)) == 0 and not status.get("isProcessing", False):
@@ -291,7 +291,7 @@ class WorkerClient:
                 raise WorkerTimeout(f"Worker queue not empty after {timeout:.0f} s (queueDepth "
                                     f"{status.get('queueDepth')}, GET /api/processing-status)")
             self._sleep(delay)
-            delay = min(poll_interval, delay * 1.5)
+            delay = min(poll_interval, delay * 1.2)
 
     # -- memories -----------------------------------------------------------------------------
     def search(self, query: str, project: str, limit: int = 8) -> SearchResult:

@@ -47,6 +47,7 @@ class MemoryDraft:
     event_date: str | None
     event_when: str | None
     context: str = ""  # neighbouring turns, indexed for search but not part of the memory
+    embed_text: str = ""  # what the dense embedding sees (default: content)
     concepts: list[str] = field(default_factory=list)
     instruction_like: bool = False
 
@@ -122,6 +123,7 @@ class RuleExtractor:
                     event_date=resolutions[0].iso if resolutions else (ref.isoformat() if ref else None),
                     event_when=when,
                     context=" ".join(f"{n.speaker}: {_turn_text(n)}" for n in neighbours),
+                    embed_text=f"{t.speaker}: {body}",
                     concepts=sorted(set(words), key=words.index)[:8],
                     instruction_like=instruction,
                 )

@@ -2,7 +2,8 @@
 
 1. Candidates: the project's best BM25 matches (SQLite FTS5, the memory's own text weighted 1,
    its neighbouring turns 0.4) and best cosine matches of the dense embedding.
-2. Similarity (0-1): ``bm25_weight · bm25/bm25_max + (1 - bm25_weight) · max(cos, 0)``.
+2. Similarity (0-1): ``bm25_weight · bm25/bm25_max + (1 - bm25_weight) · max(cos, 0)``, plus
+   ``speaker_boost`` for memories by the one conversation speaker the query names.
 3. Floor: a candidate whose similarity is below ``floor × best similarity`` is dropped.
 4. Score: ``w1·similarity + w2·importance·decay(age) + w3·recency`` with
    ``decay(age) = 0.5 ** (age_days / half_life)`` (age of the event the memory is about, against
@@ -51,13 +52,16 @@ class Ranked:
 
 
 def rank(bm25: dict[int, float], cosine: dict[int, float], facts: dict[int, dict], now_ms: int,
-         wall_ms: int, w: Weights) -> list[Ranked]:
-    """Fuse and rank candidates. ``facts[id]`` holds importance, event_epoch, last_accessed_epoch."""
+         wall_ms: int, w: Weights, boost: dict[int, float] | None = None) -> list[Ranked]:
+    """Fuse and rank candidates. ``facts[id]`` holds importance, event_epoch, last_accessed_epoch;
+    ``boost[id]`` is added to a candidate's similarity (capped at 1)."""
+    boost = boost or {}
     ids = set(bm25) | set(cosine)
     if not ids:
         return []
     bmax = max(bm25.values(), default=0.0) or 1.0
-    sims = {i: w.bm25_weight * max(bm25.get(i, 0.0), 0.0) / bmax + (1 - w.bm25_weight) * max(cosine.get(i, 0.0), 0.0)
+    sims = {i: min(1.0, w.bm25_weight * max(bm25.get(i, 0.0), 0.0) / bmax
+                   + (1 - w.bm25_weight) * max(cosine.get(i, 0.0), 0.0) + boost.get(i, 0.0))
             for i in ids}
     best = max(sims.values())
     out = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from datetime import datetime, timezone
@@ -137,7 +138,7 @@ class MemoryService:
         if not drafts:
             return []
         assert self.embedder is not None
-        vectors = self.embedder.embed([d.content for d in drafts])
+        vectors = self.embedder.embed([d.embed_text or d.content for d in drafts])
         session_date = t.date.date().isoformat() if t.date else None
         out = []
         for d, vec in zip(drafts, vectors):
@@ -200,6 +201,18 @@ class MemoryService:
             return self.store.latest_event_epoch(project) or now_ms()
         return _epoch(mode) or now_ms()
 
+    def _speaker_boost(self, query: str, project: str, rows: dict[int, dict]) -> dict[int, float]:
+        """Memories by the one speaker a query names get ``speaker_boost`` added to their similarity."""
+        if not self.settings.speaker_boost:
+            return {}
+        words = set(re.findall(r"\w+", query.lower()))
+        named = {s for s in self.store.speakers(project) if s and s.lower() in words}
+        if len(named) != 1:
+            return {}
+        (speaker,) = named
+        return {i: self.settings.speaker_boost for i, r in rows.items()
+                if json.loads(r["metadata"] or "{}").get("speaker") == speaker}
+
     def search(self, query: str, project: str | None, limit: int, since: int | None = None,
                until: int | None = None, obs_type: str | None = None, offset: int = 0) -> list[tuple[dict, Ranked | None]]:
         """Ranked rows with their scores; without a query, the project's newest rows."""
@@ -219,6 +232,7 @@ class MemoryService:
             bm25 = {k: v for k, v in bm25.items() if k in allowed}
             cosine = {k: v for k, v in cosine.items() if k in allowed}
         rows = self.store.rows(set(bm25) | set(cosine))
-        ranked = rank(bm25, cosine, rows, self._now_ms(project), now_ms(), self.weights)[offset: offset + limit]
+        boost = self._speaker_boost(query, project, rows)
+        ranked = rank(bm25, cosine, rows, self._now_ms(project), now_ms(), self.weights, boost)[offset: offset + limit]
         self.store.touch([r.id for r in ranked])
         return [(rows[r.id], r) for r in ranked]

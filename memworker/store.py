@@ -116,6 +116,7 @@ class Store:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(SCHEMA)
         self._vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # project -> (ids, matrix)
+        self._speakers: dict[str, set[str]] = {}
 
     def close(self) -> None:
         with self.lock:
@@ -238,6 +239,7 @@ class Store:
                 oid = int(cur.lastrowid)
                 c.execute("INSERT INTO obs_fts (rowid, body, context) VALUES (?,?,?)", (oid, mem.body, mem.context))
                 self._add_vector(mem.project, oid, mem.embedding)
+                self._speakers.pop(mem.project, None)
                 touched.append(oid)
             if queue_id is not None:
                 c.execute("UPDATE queue SET status='done', processed_at_epoch=? WHERE id=?", (now_ms(), queue_id))
@@ -344,6 +346,14 @@ class Store:
             row = self.conn.execute("SELECT MAX(event_epoch) FROM observations WHERE project=?", (project,)).fetchone()
         return row[0]
 
+    def speakers(self, project: str) -> set[str]:
+        if project not in self._speakers:
+            with self.lock:
+                rows = self.conn.execute("SELECT DISTINCT json_extract(metadata, '$.speaker') FROM observations"
+                                         " WHERE project=?", (project,)).fetchall()
+            self._speakers[project] = {r[0] for r in rows if r[0]}
+        return self._speakers[project]
+
     def touch(self, ids: list[int]) -> None:
         if not ids:
             return
@@ -376,6 +386,7 @@ class Store:
                 c.execute(f"DELETE FROM queue WHERE session_id IN ({smarks})", sessions)
                 c.execute(f"DELETE FROM sessions WHERE id IN ({smarks})", sessions)
             self._vectors.pop(project, None)
+            self._speakers.pop(project, None)
         return {"observations": n, "sessions": len(sessions)}
 
     def stats(self) -> dict[str, int]:

@@ -1,0 +1,166 @@
+"""Ingestion: resumable, idempotent, loud about empty sessions, clean on failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse
+
+from claude_mem_standin import create_standin, serve
+from locomo_kit import adapter
+from locomo_kit.cli import main
+from locomo_kit.dataset import get_conversation
+from locomo_kit.embedded import EmbeddedWorker, free_port
+from locomo_kit.ingest import format_verification, ingest_conversation, verify
+from locomo_kit.pipeline import run_ingest
+from locomo_kit.runs import RunFolder
+from locomo_kit.worker_client import WorkerClient
+
+
+@pytest.fixture(autouse=True)
+def isolated_outputs(tmp_path, monkeypatch, dataset_path):
+    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
+    monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")
+    monkeypatch.setenv("CI", "1")  # no progress bars
+
+
+@pytest.fixture()
+def conv26(dataset):
+    return get_conversation(dataset, "conv-26")
+
+
+def test_adapter_ids_and_transcript(conv26):
+    s = conv26.sessions[0]
+    assert adapter.content_session_id("conv-26", 1) == "locomo-conv-26-s1"
+    assert adapter.project_name("conv-26") == "locomo-eval-conv-26"
+    call = adapter.read_tool_call(conv26, s)
+    assert call["tool_name"] == "Read" and call["tool_input"] == {"file_path": "conversation-transcript/session-1.txt"}
+    lines = call["tool_response"].splitlines()
+    assert lines[0] == "[Session 1 — 1:56 pm on 8 May, 2023]"
+    assert lines[1] == "[Conversation between Caroline and Melanie]"
+    assert lines[2] == "[D1:1] Caroline: Hey Mel! Good to see you! How have you been?"
+    assert len(lines) == 2 + len(s.turns)
+    image = next(t for t in conv26.turns if t.image_caption)
+    assert adapter.render_turn(image).endswith(f"[shares an image: {image.image_caption}]")
+    assert adapter.init_prompt(conv26, s) == "Conversation between Caroline and Melanie on 1:56 pm on 8 May, 2023"
+
+
+def test_embedded_ingest_verify_and_resume(conv26):
+    run, summary = run_ingest("conv-26", "embedded", "transcript")
+    assert len(summary.ingested) == 19 and not summary.failed and not summary.zero_observation_sessions
+    records = [json.loads(l) for l in (run.path / "ingest.jsonl").read_text().splitlines()]
+    assert [r["session"] for r in records] == list(range(1, 20))
+    manifest = run.manifest()
+    assert manifest["dataset"]["sha256"].startswith("79fa87e9") and manifest["worker"]["name"] == "memworker"
+    assert manifest["parameters"] == {"sample": "conv-26", "mode": "transcript", "worker_url": "embedded"}
+    again_run, again = run_ingest("conv-26", "embedded", "transcript")
+    assert again_run.path == run.path and again.results == [] and again.skipped == 19
+    with EmbeddedWorker(run.path / "memworker.db", embedder="hashing") as url, WorkerClient(url, token="") as c:
+        report = verify(c, conv26)
+    assert report["observations"] == sum(r.observations for r in summary.ingested)
+    assert [p["category"] for p in report["probes"]] == ["single-hop", "multi-hop", "temporal"]
+    assert all(1 <= len(p["results"]) <= 3 for p in report["probes"])
+    assert "locomo-eval-conv-26:" in format_verification(report)
+
+
+def test_killed_ingestion_resumes_without_duplicates(tmp_path, conv26):
+    run_id = "killtest"
+    with EmbeddedWorker(tmp_path / "mw.db", embedder="minilm") as url:
+        cmd = [sys.executable, "-m", "locomo_kit", "ingest", "--sample", "conv-26", "--worker-url", url,
+               "--run-id", run_id, "--poll-interval", "0.2"]
+        log = RunFolder(run_id).path / "ingest.jsonl"
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while not (log.exists() and len(log.read_text().splitlines()) >= 3):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        first = len(log.read_text().splitlines())
+        assert first < 19
+        assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0
+        records = [json.loads(l) for l in log.read_text().splitlines()]
+        sessions = Counter(r["session"] for r in records if r["status"] == "ok")
+        assert sorted(sessions) == list(range(1, 20)) and set(sessions.values()) == {1}
+        with WorkerClient(url, token="") as c:
+            obs = c.list_observations("locomo-eval-conv-26")
+    turns = Counter(t for o in obs for t in o.source_turns)
+    assert turns and max(turns.values()) == 1  # no turn (so no session) stored twice
+
+
+def test_force_forgets_and_reingests(tmp_path, conv26):
+    run = RunFolder("force")
+    with EmbeddedWorker(tmp_path / "mw.db", embedder="hashing") as url, WorkerClient(url, token="") as c:
+        one = ingest_conversation(c, conv26, run, poll_interval=0.1)
+        n = len(c.list_observations("locomo-eval-conv-26"))
+        two = ingest_conversation(c, conv26, run, poll_interval=0.1, force=True)
+        assert len(two.ingested) == 19 and len(c.list_observations("locomo-eval-conv-26")) == n
+    assert len(one.ingested) == 19
+    kinds = [json.loads(l)["kind"] for l in (run.path / "ingest.jsonl").read_text().splitlines()]
+    assert kinds.count("reset") == 1 and kinds.count("session") == 38
+
+
+def test_turns_mode_is_idempotent(tmp_path, conv26):
+    run = RunFolder("turns")
+    with EmbeddedWorker(tmp_path / "mw.db", embedder="hashing") as url, WorkerClient(url, token="") as c:
+        summary = ingest_conversation(c, conv26, run, mode="turns")
+        assert sum(r.observations for r in summary.ingested) == len(conv26.turns)
+        (run.path / "ingest.jsonl").unlink()  # as if the checkpoint were lost mid-way
+        ingest_conversation(c, conv26, run, mode="turns")
+        obs = c.list_observations("locomo-eval-conv-26")
+    assert len(obs) == len(conv26.turns)
+    assert obs[0].source_turns == ["D1:1"] and obs[0].title == "locomo-conv-26-D1:1"
+
+
+def test_claude_mem_standin_and_zero_observation_warning(conv26, capsys):
+    with serve(create_standin()) as url:
+        assert main(["ingest", "--sample", "conv-26", "--worker-url", url, "--poll-interval", "0.05"]) == 0
+        out = capsys.readouterr().out
+        assert "sessions ingested: 19, failed: 0" in out and "ZERO" not in out
+
+    silent = create_standin()
+    silent.state.data["queue"] = _Sink()  # a generator that drops everything, like claude-mem's code mode
+    with serve(silent) as url:
+        assert main(["ingest", "--sample", "conv-26", "--worker-url", url, "--poll-interval", "0.05"]) == 1
+    out = capsys.readouterr().out
+    assert "WARNING: 19 session(s) produced ZERO observations" in out
+
+
+class _Sink(list):
+    def append(self, item):  # queued work vanishes
+        pass
+
+
+def test_worker_down_one_line_and_nothing_written(tmp_path, capsys):
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["ingest", "--sample", "conv-26", "--worker-url", url]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith(f"locomo-kit: error: Worker not running at {url}")
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_worker_answering_garbage(tmp_path, capsys):
+    garbage = FastAPI()
+
+    @garbage.api_route("/{path:path}", methods=["GET", "POST"])
+    def anything(path: str):
+        return HTMLResponse("<html>I am a web page</html>")
+
+    with serve(garbage) as url:
+        assert main(["ingest", "--sample", "conv-26", "--worker-url", url]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "did not answer JSON" in err
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_wrong_url_scheme_is_one_line(capsys):
+    assert main(["ingest", "--sample", "conv-26", "--worker-url", "ftp://nowhere"]) == 1
+    assert capsys.readouterr().err.startswith("locomo-kit: error:")
