@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from locomo_kit.worker_client import WorkerClient, WorkerError
@@ -46,14 +47,24 @@ class EmbeddedWorker:
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
-        with WorkerClient(self.url, retries=40, backoff=0.1, token="") as client:
-            try:
-                client.wait_until_ready(timeout=self.startup_timeout)
-            except WorkerError as exc:
-                self.stop()
-                tail = self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else ""
-                raise RuntimeError(f"memworker did not start ({exc}). Its log ({self.log_path}):\n{tail}") from exc
+        deadline = time.monotonic() + self.startup_timeout
+        with WorkerClient(self.url, retries=0, token="") as client:
+            while True:
+                if self.process.poll() is not None:
+                    self._fail(f"memworker exited with code {self.process.returncode}")
+                try:
+                    client.wait_until_ready(timeout=0)
+                    break
+                except WorkerError as exc:
+                    if time.monotonic() > deadline:
+                        self._fail(f"memworker not ready after {self.startup_timeout:.0f} s ({exc})")
+                time.sleep(0.1)
         return self.url
+
+    def _fail(self, why: str) -> None:
+        self.stop()
+        tail = self.log_path.read_text(errors="replace")[-2000:] if self.log_path.exists() else ""
+        raise RuntimeError(f"{why}. Its log ({self.log_path}):\n{tail}")
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
