@@ -25,7 +25,7 @@ class Settings:
     half_life_days: float = 30.0
     top_k: int = 8
     floor: float = 0.45  # minimum relevance relative to the best match (0-1)
-    bm25_weight: float = 0.6  # share of BM25 in the fused similarity; the rest is cosine
+    bm25_weight: float = 0.8  # share of BM25 in the fused similarity; the rest is cosine
     speaker_boost: float = 0.1  # added to the similarity of memories by the speaker a query names
     dedup_threshold: float = 0.85
     now: str = "latest"  # "latest" (newest memory of the project), "wall", or an ISO date

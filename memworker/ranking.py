@@ -38,7 +38,7 @@ class Weights:
     importance: float = 0.3
     recency: float = 0.2
     half_life_days: float = 30.0
-    bm25_weight: float = 0.6
+    bm25_weight: float = 0.8
     floor: float = 0.45
 
 

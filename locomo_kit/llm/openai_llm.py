@@ -1,0 +1,62 @@
+"""``openai/<model>``: any OpenAI-compatible server (vLLM, llama.cpp server, Ollama, LM Studio).
+
+The base URL comes from the argument or ``OPENAI_BASE_URL`` (e.g. ``http://127.0.0.1:8000/v1``);
+the key from ``OPENAI_API_KEY`` (local servers accept any).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Sequence
+
+from locomo_kit.llm.base import Completion, LLMConfigError, LLMError, RetryableError, with_retries
+
+
+class OpenAICompatibleLLM:
+    provider = "openai"
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, retries: int = 5,
+                 timeout: float = 120.0, sleep=time.sleep) -> None:
+        try:
+            import openai
+        except ImportError as exc:
+            raise LLMConfigError("The openai provider needs the SDK: pip install openai==3.57.0") from exc
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise LLMConfigError("openai/… needs a base URL: --llm-base-url http://127.0.0.1:8000/v1 "
+                                 "or export OPENAI_BASE_URL=…")
+        self._openai = openai
+        self.model, self.base_url = model, base_url
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "local",
+                                     max_retries=0, timeout=timeout)
+        self.retries, self._sleep = retries, sleep
+
+    def complete(self, messages: Sequence[dict], system: str = "", max_tokens: int = 256,
+                 temperature: float | None = None) -> Completion:
+        msgs = ([{"role": "system", "content": system}] if system else []) + list(messages)
+        kwargs: dict = {"model": self.model, "messages": msgs, "max_tokens": max_tokens}
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        params = {k: v for k, v in kwargs.items() if k in ("max_tokens", "temperature")} | {"base_url": self.base_url}
+
+        def call():
+            start = time.perf_counter()
+            try:
+                resp = self._client.chat.completions.create(**kwargs)
+            except self._openai.RateLimitError as exc:
+                raise RetryableError(f"openai-compatible 429: {exc}") from exc
+            except self._openai.APIStatusError as exc:
+                if exc.status_code >= 500:
+                    raise RetryableError(f"openai-compatible {exc.status_code}: {exc}") from exc
+                raise LLMError(f"openai-compatible {exc.status_code}: {exc}") from exc
+            except (self._openai.APIConnectionError, self._openai.APITimeoutError) as exc:
+                raise RetryableError(f"openai-compatible connection to {self.base_url}: {exc}") from exc
+            usage = resp.usage
+            return Completion(text=resp.choices[0].message.content or "",
+                              input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                              output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                              provider=self.provider, model=self.model,
+                              latency_ms=(time.perf_counter() - start) * 1000, params=params)
+
+        return with_retries(call, self.retries, sleep=self._sleep)

@@ -1,0 +1,1 @@
+"""Answering questions from retrieved memories (or the whole conversation)."""

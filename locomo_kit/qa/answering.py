@@ -1,0 +1,201 @@
+"""The QA stage: for each question, search the Worker, build the context, answer, record.
+
+Records go to ``answers.jsonl`` (one per question, appended as soon as it is answered); a rerun
+skips questions already answered ``ok`` under the same configuration key, and retries failed ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+from tqdm.auto import tqdm
+
+from locomo_kit import adapter
+from locomo_kit.dataset import Conversation, Question, questions
+from locomo_kit.ingest import progress_enabled
+from locomo_kit.llm import LLM, LLMError
+from locomo_kit.qa.context import approx_tokens, format_context
+from locomo_kit.qa.extractive import ExtractiveAnswerer
+from locomo_kit.qa.prompts import (
+    ANSWER_PROMPT_VERSION,
+    ANSWER_SYSTEM,
+    FULL_CONTEXT_PROMPT_VERSION,
+    FULL_CONTEXT_SYSTEM,
+    answer_user_prompt,
+)
+from locomo_kit.runs import RunFolder, utc_now
+from locomo_kit.worker_client import Observation, WorkerClient, WorkerError
+
+ANSWERS_FILE = "answers.jsonl"
+SOURCES = ("memory", "full-context")
+ANSWER_MAX_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class AnswerConfig:
+    source: str = "memory"
+    answer_model: str = "extractive"  # resolved: extractive, anthropic/<m>, openai/<m>, fake/<m>
+    top_k: int = 8
+    include_adversarial: bool = False
+
+    @property
+    def prompt_version(self) -> str:
+        if self.answer_model == "extractive":
+            return "extractive-v1"
+        return FULL_CONTEXT_PROMPT_VERSION if self.source == "full-context" else ANSWER_PROMPT_VERSION
+
+    def key(self) -> str:
+        blob = json.dumps([self.source, self.answer_model, self.top_k if self.source == "memory" else None,
+                           self.prompt_version])
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass
+class AnswerRecord:
+    sample_id: str
+    question_index: int
+    question: str
+    category: int
+    category_name: str
+    gold: str | None
+    adversarial_answer: str | None
+    evidence: list[str]
+    prediction: str | None
+    status: str  # ok | failed
+    source: str
+    answerer: str
+    answerer_label: str
+    prompt_version: str
+    config_key: str
+    top_k: int | None
+    retrieved: list[dict] = field(default_factory=list)  # id, content, source_turns, score
+    memories_used: int = 0
+    search_latency_ms: float | None = None
+    answer_latency_ms: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    context_tokens: int = 0
+    cached: bool = False
+    error: str | None = None
+    created_at: str = field(default_factory=utc_now)
+
+
+@dataclass
+class AnswerSummary:
+    answered: int
+    failed: int
+    skipped: int  # already answered by an earlier run
+    records: list[AnswerRecord]
+
+    def line(self) -> str:
+        return f"questions answered: {self.answered}, failed: {self.failed}, already done: {self.skipped}"
+
+
+def done_questions(run: RunFolder, config_key: str) -> set[tuple[str, int]]:
+    return {(r["sample_id"], int(r["question_index"])) for r in run.records(ANSWERS_FILE)
+            if r.get("config_key") == config_key and r.get("status") == "ok"}
+
+
+def _retrieved(o: Observation) -> dict[str, Any]:
+    return {"id": o.id, "content": o.content, "source_turns": o.source_turns,
+            "score": o.metadata.get("score"), "session": o.metadata.get("session"),
+            "event_date": o.metadata.get("event_date")}
+
+
+def full_context(conv: Conversation) -> str:
+    return "\n\n".join(adapter.render_transcript(conv, s) for s in conv.sessions)
+
+
+class QARunner:
+    def __init__(self, config: AnswerConfig, client: WorkerClient | None = None, llm: LLM | None = None,
+                 answerer_label: str | None = None) -> None:
+        if config.source not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}")
+        if config.source == "memory" and client is None:
+            raise ValueError("the memory source needs a Worker client")
+        if config.answer_model != "extractive" and llm is None:
+            raise ValueError(f"{config.answer_model} needs an LLM")
+        if config.answer_model == "extractive" and config.source == "full-context":
+            raise ValueError("full-context answering needs an LLM answerer (--answer-model anthropic/… or openai/…)")
+        self.config, self.client, self.llm = config, client, llm
+        self.extractive = ExtractiveAnswerer() if config.answer_model == "extractive" else None
+        self.label = answerer_label or (self.extractive.label if self.extractive else config.answer_model)
+        self._full: dict[str, str] = {}
+
+    def _record(self, q: Question, **kw: Any) -> AnswerRecord:
+        c = self.config
+        return AnswerRecord(sample_id=q.sample_id, question_index=q.index, question=q.question, category=q.category,
+                            category_name=q.category_name, gold=q.answer, adversarial_answer=q.adversarial_answer,
+                            evidence=list(q.evidence), source=c.source, answerer=c.answer_model,
+                            answerer_label=self.label, prompt_version=c.prompt_version, config_key=c.key(),
+                            top_k=c.top_k if c.source == "memory" else None, **kw)
+
+    def answer_one(self, conv: Conversation, q: Question) -> AnswerRecord:
+        c = self.config
+        memories: list[Observation] = []
+        search_ms = None
+        try:
+            if c.source == "memory":
+                assert self.client is not None
+                result = self.client.search(q.question, adapter.project_name(conv.sample_id), limit=c.top_k)
+                memories, search_ms = result.observations, round(result.latency_ms, 3)
+                context = format_context(memories)
+            else:
+                context = self._full.setdefault(conv.sample_id, full_context(conv))
+            start = time.perf_counter()
+            if self.extractive:
+                prediction = self.extractive.answer(q.question, memories)
+                tokens_in = tokens_out = 0
+                cached = False
+            else:
+                assert self.llm is not None
+                system = ANSWER_SYSTEM if c.source == "memory" else FULL_CONTEXT_SYSTEM
+                kwargs = {"prompt_version": c.prompt_version} if hasattr(self.llm, "cache") else {}
+                completion = self.llm.complete([{"role": "user", "content": answer_user_prompt(q.question, context)}],
+                                               system=system, max_tokens=ANSWER_MAX_TOKENS, **kwargs)
+                prediction = completion.text.strip()
+                tokens_in, tokens_out, cached = completion.input_tokens, completion.output_tokens, completion.cached
+            answer_ms = round((time.perf_counter() - start) * 1000, 3)
+        except (WorkerError, LLMError) as exc:
+            return self._record(q, prediction=None, status="failed", error=f"{type(exc).__name__}: {exc}",
+                                retrieved=[_retrieved(o) for o in memories], search_latency_ms=search_ms)
+        return self._record(q, prediction=prediction, status="ok", retrieved=[_retrieved(o) for o in memories],
+                            memories_used=len(memories), search_latency_ms=search_ms, answer_latency_ms=answer_ms,
+                            input_tokens=tokens_in, output_tokens=tokens_out, context_tokens=approx_tokens(context),
+                            cached=cached)
+
+    def run(self, run: RunFolder, conversations: Iterable[Conversation], concurrency: int = 4,
+            progress: bool | None = None) -> AnswerSummary:
+        done = done_questions(run, self.config.key())
+        todo = [(conv, q) for conv in conversations for q in questions(conv, self.config.include_adversarial)]
+        skipped = sum((conv.sample_id, q.index) in done for conv, q in todo)
+        todo = [(conv, q) for conv, q in todo if (conv.sample_id, q.index) not in done]
+        records: list[AnswerRecord] = []
+        bar = tqdm(total=len(todo), desc="answer", unit="q",
+                   disable=progress_enabled() if progress is None else not progress)
+        workers = 1 if self.extractive else max(1, concurrency)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for rec in pool.map(lambda item: self.answer_one(*item), todo):
+                run.append(ANSWERS_FILE, asdict(rec))
+                records.append(rec)
+                bar.update()
+        bar.close()
+        failed = sum(r.status == "failed" for r in records)
+        return AnswerSummary(answered=len(records) - failed, failed=failed, skipped=skipped, records=records)
+
+
+def load_answers(run: RunFolder, config_key: str | None = None) -> list[dict]:
+    """The latest ``ok`` answer per question (for one configuration key, or the run's latest one)."""
+    recs = [r for r in run.records(ANSWERS_FILE) if r.get("status") == "ok"]
+    if config_key is None and recs:
+        config_key = recs[-1]["config_key"]
+    latest: dict[tuple[str, int], dict] = {}
+    for r in recs:
+        if r["config_key"] == config_key:
+            latest[(r["sample_id"], int(r["question_index"]))] = r
+    return [latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1]))]

@@ -1,0 +1,233 @@
+"""LLM-as-a-Judge (J), two named protocols (scoring.md §3). Judging reads saved answers only.
+
+- ``playbook`` (the seed playbook's): a 0-100 score with a short explanation as JSON, four
+  criteria, the category in the prompt, N runs per question (default 10) in parallel batches of 3.
+  Parse order: JSON → a number in the text → -1 (a sentinel, excluded from aggregation, with the
+  error kept). Per question: mean and *sample* standard deviation (ddof=1) of the valid runs; a
+  warning when fewer than 5 runs succeeded.
+- ``mem0`` (the Mem0 paper's): binary CORRECT/WRONG as JSON with a lenient ("be generous") prompt,
+  paraphrased from Mem0's released code; J = % correct over categories 1-4, per run, then mean ±
+  sample std across runs.
+
+Temperature (0.5 for playbook, 0 for mem0) is only sent where the API version accepts it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+from tqdm.auto import tqdm
+
+from locomo_kit.llm import LLM, LLMError
+from locomo_kit.runs import RunFolder, utc_now
+
+JUDGEMENTS_FILE = "judgements.jsonl"
+PROTOCOLS = ("playbook", "mem0")
+MIN_OK_RUNS = 5
+SENTINEL = -1.0
+
+PLAYBOOK_VERSION = "judge-playbook-v1"
+PLAYBOOK_SYSTEM = """You are a strict grader of answers to questions about a long conversation between two people.
+Score the candidate answer against the gold answer from 0 to 100 on four criteria:
+1. Factual accuracy: does it state the same facts as the gold answer?
+2. Completeness: does it cover every part of the gold answer?
+3. Relevance: does it answer the question that was asked, without unrelated content?
+4. Contextual appropriateness: is it right for this question's category? Temporal questions need the
+   exact date, period or order; multi-hop questions need every item.
+Reply with JSON only: {"score": <0-100>, "explanation": "<one or two sentences>"}"""
+
+MEM0_VERSION = "judge-mem0-paraphrase-v1"
+MEM0_PROMPT = """Label a generated answer to a question as CORRECT or WRONG.
+You are given: (1) a question one person asked about the other, based on their earlier conversations;
+(2) the gold answer; (3) the generated answer to grade.
+The gold answer is usually short. Be generous: if the generated answer touches on the same topic as the
+gold answer, it is CORRECT. For time questions, the generated answer may be longer or use another
+format or a relative reference; it is CORRECT as long as it refers to the same date or period.
+
+Question: {question}
+Gold answer: {gold}
+Generated answer: {prediction}
+
+Give a one-sentence explanation, then the label. Return JSON: {{"explanation": "...", "label": "CORRECT" or "WRONG"}}"""
+
+
+def playbook_user_prompt(question: str, gold: str, prediction: str, category_name: str) -> str:
+    return (f"Question category: {category_name}\nQuestion: {question}\nGold answer: {gold}\n"
+            f"Candidate answer: {prediction}\n\nGrade the candidate answer.")
+
+
+def _json_object(text: str) -> dict | None:
+    m = re.search(r"\{.*\}", text, re.S)
+    if not m:
+        return None
+    try:
+        data = json.loads(m.group(0))
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def parse_playbook(text: str) -> tuple[float, str, str | None]:
+    """(score 0-100, explanation, error); score -1 with the error when nothing usable was found."""
+    data = _json_object(text)
+    if data is not None and isinstance(data.get("score"), (int, float)) and not isinstance(data.get("score"), bool):
+        score = float(data["score"])
+        if 0 <= score <= 100:
+            return score, str(data.get("explanation", "")), None
+    m = re.search(r"\b(100|\d{1,2})(?:\.\d+)?\b", text)
+    if m:
+        return float(m.group(1)), text.strip()[:300], None
+    return SENTINEL, "", f"unparseable judge reply: {text.strip()[:200]!r}"
+
+
+def parse_mem0(text: str) -> tuple[float, str, str | None]:
+    """(1 CORRECT / 0 WRONG, explanation, error); -1 with the error when neither label is found."""
+    data = _json_object(text)
+    if data is not None and str(data.get("label", "")).upper() in ("CORRECT", "WRONG"):
+        return float(str(data["label"]).upper() == "CORRECT"), str(data.get("explanation", "")), None
+    upper = text.upper()
+    has_c, has_w = "CORRECT" in upper.replace("INCORRECT", ""), "WRONG" in upper
+    if has_c != has_w:
+        return float(has_c), text.strip()[:300], None
+    return SENTINEL, "", f"unparseable judge reply: {text.strip()[:200]!r}"
+
+
+def aggregate_runs(scores: Iterable[float], min_ok: int = MIN_OK_RUNS) -> dict[str, Any]:
+    """Mean, sample std (ddof=1; 0 for one run) and count of the valid (non-sentinel) scores."""
+    valid = [s for s in scores if s != SENTINEL]
+    mean = statistics.mean(valid) if valid else math.nan
+    std = statistics.stdev(valid) if len(valid) > 1 else (0.0 if valid else math.nan)
+    warning = f"only {len(valid)} judge run(s) succeeded (fewer than {min_ok})" if len(valid) < min_ok else None
+    return {"mean": mean, "std": std, "n_ok": len(valid), "scores": valid, "warning": warning}
+
+
+@dataclass
+class JudgeRun:
+    run: int
+    score: float
+    explanation: str
+    error: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached: bool = False
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
+class Judgement:
+    sample_id: str
+    question_index: int
+    category: int
+    protocol: str
+    judge_model: str
+    prompt_version: str
+    answer_config_key: str
+    answerer: str
+    runs: list[dict]
+    mean: float
+    std: float
+    n_ok: int
+    n_runs: int
+    warning: str | None
+    params: dict = field(default_factory=dict)
+    created_at: str = field(default_factory=utc_now)
+
+
+class Judge:
+    def __init__(self, llm: LLM, protocol: str = "playbook", runs: int | None = None, batch: int = 3,
+                 temperature: float | None = None, max_tokens: int = 256) -> None:
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+        self.llm, self.protocol, self.batch, self.max_tokens = llm, protocol, batch, max_tokens
+        self.runs = runs if runs is not None else (10 if protocol == "playbook" else 3)
+        self.temperature = temperature if temperature is not None else (0.5 if protocol == "playbook" else 0.0)
+        self.prompt_version = PLAYBOOK_VERSION if protocol == "playbook" else MEM0_VERSION
+
+    @property
+    def model(self) -> str:
+        return f"{self.llm.provider}/{self.llm.model}"
+
+    def _call(self, record: dict, run: int) -> JudgeRun:
+        if self.protocol == "playbook":
+            system = PLAYBOOK_SYSTEM
+            user = playbook_user_prompt(record["question"], str(record["gold"]), str(record["prediction"]),
+                                        record["category_name"])
+            parse = parse_playbook
+        else:
+            system = ""
+            user = MEM0_PROMPT.format(question=record["question"], gold=record["gold"], prediction=record["prediction"])
+            parse = parse_mem0
+        kwargs = {"prompt_version": self.prompt_version, "salt": f"run-{run}"} if hasattr(self.llm, "cache") else {}
+        try:
+            c = self.llm.complete([{"role": "user", "content": user}], system=system, max_tokens=self.max_tokens,
+                                  temperature=self.temperature, **kwargs)
+        except LLMError as exc:
+            return JudgeRun(run, SENTINEL, "", f"{type(exc).__name__}: {exc}")
+        score, explanation, error = parse(c.text)
+        return JudgeRun(run, score, explanation, error, c.input_tokens, c.output_tokens, c.cached, c.params)
+
+    def judge(self, record: dict) -> Judgement:
+        results: list[JudgeRun] = []
+        with ThreadPoolExecutor(max_workers=self.batch) as pool:
+            for start in range(0, self.runs, self.batch):
+                results += list(pool.map(lambda r: self._call(record, r), range(start, min(self.runs, start + self.batch))))
+        agg = aggregate_runs([r.score for r in results], min_ok=min(MIN_OK_RUNS, self.runs))
+        return Judgement(sample_id=record["sample_id"], question_index=int(record["question_index"]),
+                         category=int(record["category"]), protocol=self.protocol, judge_model=self.model,
+                         prompt_version=self.prompt_version, answer_config_key=record["config_key"],
+                         answerer=record["answerer"], runs=[asdict(r) for r in results], mean=agg["mean"],
+                         std=agg["std"], n_ok=agg["n_ok"], n_runs=self.runs, warning=agg["warning"],
+                         params=next((r.params for r in results if r.params), {}))
+
+    def judgement_key(self, record: dict) -> tuple:
+        return (record["sample_id"], int(record["question_index"]), self.protocol, self.model, self.prompt_version,
+                record["config_key"], self.runs)
+
+
+def _key_of(j: dict) -> tuple:
+    return (j["sample_id"], int(j["question_index"]), j["protocol"], j["judge_model"], j["prompt_version"],
+            j["answer_config_key"], j["n_runs"])
+
+
+def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: bool | None = None) -> list[Judgement]:
+    """Judge saved answers of categories 1-4 (never the Worker); skips questions already judged the same way."""
+    if any(a.get("answerer") == judge.model for a in answers):
+        warnings.warn(f"judge model {judge.model} is also the answerer: self-judging inflates J")
+    done = {_key_of(j) for j in run.records(JUDGEMENTS_FILE)}
+    todo = [a for a in answers if a["category"] != 5 and a.get("gold") and judge.judgement_key(a) not in done]
+    out = []
+    for a in tqdm(todo, desc=f"judge ({judge.protocol})", unit="q", disable=True if progress is False else None):
+        j = judge.judge(a)
+        if j.warning:
+            warnings.warn(f"{a['sample_id']} q{a['question_index']}: {j.warning}")
+        run.append(JUDGEMENTS_FILE, asdict(j))
+        out.append(j)
+    return out
+
+
+def load_judgements(run: RunFolder, protocol: str | None = None) -> list[dict]:
+    """The latest judgement per (question, protocol, judge, prompt, answer config, runs)."""
+    latest: dict[tuple, dict] = {}
+    for j in run.records(JUDGEMENTS_FILE):
+        if protocol is None or j["protocol"] == protocol:
+            latest[_key_of(j)] = j
+    return list(latest.values())
+
+
+def mem0_j_by_run(judgements: list[dict]) -> dict[str, Any]:
+    """Mem0's J: % CORRECT over questions, per judge run; then mean and sample std across runs."""
+    per_run: dict[int, list[float]] = {}
+    for j in judgements:
+        for r in j["runs"]:
+            if r["score"] != SENTINEL:
+                per_run.setdefault(int(r["run"]), []).append(r["score"])
+    js = [100 * statistics.mean(v) for _, v in sorted(per_run.items()) if v]
+    return {"runs": js, "mean": statistics.mean(js) if js else math.nan,
+            "std": statistics.stdev(js) if len(js) > 1 else (0.0 if js else math.nan), "n_runs": len(js)}
