@@ -62,3 +62,89 @@ def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
         run.update_manifest(ingest={"finished_at": utc_now(), "ingested": len(summary.ingested),
                                     "failed": len(summary.failed), "skipped": summary.skipped})
     return run, summary
+
+
+def llm_cache_path():
+    from locomo_kit.paths import outputs_dir
+
+    return outputs_dir() / "cache" / "llm.sqlite"
+
+
+def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
+               run_id: str | None = None, answer_model: str = "auto", top_k: int = 8, source: str = "memory",
+               include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
+               dataset_path: str | None = None, progress: bool | None = None, llm=None):
+    """Answer every question of ``sample`` (resumable). ``llm`` overrides the model (tests)."""
+    from locomo_kit.costs import estimate
+    from locomo_kit.dataset import questions
+    from locomo_kit.llm import DEFAULT_ANSWER_MODEL, make_llm, resolve_auto
+    from locomo_kit.qa.answering import AnswerConfig, QARunner
+
+    conversations, sha = load(sample, dataset_path)
+    spec = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL) if llm is None else f"{llm.provider}/{llm.model}"
+    if llm is None and spec != "extractive":
+        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path())
+    config = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial)
+    n = sum(len(questions(c, include_adversarial)) for c in conversations)
+    if spec.startswith("anthropic/"):
+        per_call = 300 + (top_k * 90 if source == "memory" else 26_000)
+        print(estimate("answering (estimate, before cache hits)", spec, n, per_call, 20).line())
+    run = resolve_run(sample, mode, worker_url, run_id)
+    manifest = {"parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
+                "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
+                "answer": {"model": spec, "source": source, "top_k": top_k, "prompt_version": config.prompt_version,
+                           "config_key": config.key(), "include_adversarial": include_adversarial,
+                           "started_at": utc_now()}}
+    if source == "memory":
+        with connect(worker_url, run) as client:
+            run.update_manifest(**manifest)
+            summary = QARunner(config, client=client, llm=llm).run(run, conversations, concurrency, progress)
+    else:
+        run.create().update_manifest(**manifest)
+        summary = QARunner(config, llm=llm).run(run, conversations, concurrency, progress)
+    usage = {"input_tokens": sum(r.input_tokens for r in summary.records if not r.cached),
+             "output_tokens": sum(r.output_tokens for r in summary.records if not r.cached)}
+    run.update_manifest(answer={"finished_at": utc_now(), "answered": summary.answered, "failed": summary.failed,
+                                "skipped": summary.skipped, "usage_this_call": usage})
+    return run, summary
+
+
+def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, config_key: str | None = None):
+    """Score saved answers (official F1, Mem0 F1/BLEU-1, retrieval diagnostics)."""
+    from locomo_kit.qa.answering import load_answers
+    from locomo_kit.scoring.score_run import score_answers
+
+    conversations, _ = load(sample, dataset_path)
+    answers = load_answers(run, config_key)
+    if not answers:
+        raise RuntimeError(f"No answers in {run.path}: run `locomo-kit answer --sample {sample}` first")
+    scores = score_answers(run, answers, conversations)
+    run.update_manifest(scoring={"scored_at": utc_now(), "questions": len(scores),
+                                 "config_key": answers[0]["config_key"]})
+    return scores
+
+
+def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str = "auto", runs: int | None = None,
+              llm_base_url: str | None = None, config_key: str | None = None, llm=None, progress: bool | None = None):
+    """Judge saved answers; returns the judgements made now (None when no judge model is available)."""
+    from locomo_kit.costs import estimate
+    from locomo_kit.llm import DEFAULT_JUDGE_MODEL, make_llm, resolve_auto
+    from locomo_kit.qa.answering import load_answers
+    from locomo_kit.scoring.judge import Judge, judge_answers
+
+    if llm is None:
+        spec = resolve_auto(judge_model, DEFAULT_JUDGE_MODEL)
+        if spec == "extractive":
+            return None
+        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path())
+    judge = Judge(llm, protocol=protocol, runs=runs)
+    answers = [a for a in load_answers(run, config_key) if a["category"] != 5]
+    if judge.model.startswith("anthropic/"):
+        print(estimate(f"judging ({protocol}, estimate)", judge.model, len(answers) * judge.runs, 450, 60).line())
+    judgements = judge_answers(run, judge, answers, progress)
+    usage = {"input_tokens": sum(r["input_tokens"] for j in judgements for r in j.runs if not r["cached"]),
+             "output_tokens": sum(r["output_tokens"] for j in judgements for r in j.runs if not r["cached"])}
+    run.update_manifest(judge={protocol: {"model": judge.model, "runs": judge.runs, "prompt_version": judge.prompt_version,
+                                          "temperature_requested": judge.temperature, "judged_at": utc_now(),
+                                          "usage_this_call": usage}})
+    return judgements

@@ -101,10 +101,16 @@ def parse_mem0(text: str) -> tuple[float, str, str | None]:
 
 def aggregate_runs(scores: Iterable[float], min_ok: int = MIN_OK_RUNS) -> dict[str, Any]:
     """Mean, sample std (ddof=1; 0 for one run) and count of the valid (non-sentinel) scores."""
+    scores = list(scores)
     valid = [s for s in scores if s != SENTINEL]
     mean = statistics.mean(valid) if valid else math.nan
     std = statistics.stdev(valid) if len(valid) > 1 else (0.0 if valid else math.nan)
-    warning = f"only {len(valid)} judge run(s) succeeded (fewer than {min_ok})" if len(valid) < min_ok else None
+    notes = []
+    if len(valid) < len(scores):
+        notes.append(f"{len(scores) - len(valid)} of {len(scores)} judge runs failed and were excluded")
+    if len(valid) < min_ok:
+        notes.append(f"only {len(valid)} judge run(s) succeeded (fewer than {min_ok})")
+    warning = "; ".join(notes) or None
     return {"mean": mean, "std": std, "n_ok": len(valid), "scores": valid, "warning": warning}
 
 

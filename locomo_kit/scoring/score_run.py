@@ -1,0 +1,77 @@
+"""Score a run's saved answers (never the Worker): one record per question in ``scores.jsonl``."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+from locomo_kit.dataset import Conversation
+from locomo_kit.runs import RunFolder, utc_now
+from locomo_kit.scoring.diagnostics import answer_in_context, evidence_coverage
+from locomo_kit.scoring.locomo_f1 import locomo_f1
+from locomo_kit.scoring.mem0_f1 import bleu1, mem0_f1
+
+SCORES_FILE = "scores.jsonl"
+COVERAGE_KS = (1, 3, 5, 8, 10, 20)
+
+
+@dataclass
+class QuestionScore:
+    sample_id: str
+    question_index: int
+    category: int
+    config_key: str
+    locomo_f1: float
+    mem0_f1: float | None  # None for adversarial (no gold answer)
+    bleu1: float | None
+    evidence_coverage: dict[str, float | None]  # "@k" -> share of evidence turns retrieved
+    coverage_method: str
+    answer_in_context: bool | None
+    evidence_sessions: list[int] = field(default_factory=list)
+    created_at: str = field(default_factory=utc_now)
+
+
+def score_answer(record: dict, turn_text: dict[str, str]) -> QuestionScore:
+    cat = int(record["category"])
+    pred = record["prediction"] or ""
+    gold = record.get("gold")
+    coverage, method = {}, "no-evidence"
+    for k in COVERAGE_KS:
+        coverage[f"@{k}"], method = evidence_coverage(record.get("evidence", []), record.get("retrieved", []),
+                                                      turn_text, k)
+    if record.get("source") == "full-context":
+        coverage, method = {f"@{k}": None for k in COVERAGE_KS}, "full-context"
+    return QuestionScore(
+        sample_id=record["sample_id"], question_index=int(record["question_index"]), category=cat,
+        config_key=record["config_key"], locomo_f1=locomo_f1(pred, gold or "", cat),
+        mem0_f1=None if cat == 5 else mem0_f1(pred, gold), bleu1=None if cat == 5 else bleu1(pred, gold),
+        evidence_coverage=coverage, coverage_method=method,
+        answer_in_context=None if cat == 5 or record.get("source") == "full-context"
+        else answer_in_context(gold, record.get("retrieved", [])),
+        evidence_sessions=sorted({int(e[1:].split(":")[0]) for e in record.get("evidence", [])}),
+    )
+
+
+def score_answers(run: RunFolder, answers: list[dict], conversations: list[Conversation]) -> list[QuestionScore]:
+    """Score every answer and rewrite ``scores.jsonl`` atomically (scoring is cheap and deterministic);
+    scores of other answer configurations are kept."""
+    turn_text = {c.sample_id: {t.dia_id: t.text for t in c.turns} for c in conversations}
+    scores = [score_answer(a, turn_text.get(a["sample_id"], {})) for a in answers]
+    keys = {s.config_key for s in scores}
+    kept = [r for r in run.records(SCORES_FILE) if r.get("config_key") not in keys]
+    run.create()
+    path = run.path / SCORES_FILE
+    tmp = path.with_suffix(".jsonl.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for r in kept + [asdict(s) for s in scores]:
+            fh.write(json.dumps(r) + "\n")
+    os.replace(tmp, path)
+    return scores
+
+
+def load_scores(run: RunFolder, config_key: str | None = None) -> list[dict]:
+    recs = list(run.records(SCORES_FILE))
+    if config_key is None and recs:
+        config_key = recs[-1]["config_key"]
+    return [r for r in recs if r["config_key"] == config_key]
