@@ -37,9 +37,10 @@ def score_answer(record: dict, turn_text: dict[str, str]) -> QuestionScore:
     pred = record["prediction"] or ""
     gold = record.get("gold")
     coverage, method = {}, "no-evidence"
+    top_k = record.get("top_k") or len(record.get("retrieved", []))
     for k in COVERAGE_KS:
-        coverage[f"@{k}"], method = evidence_coverage(record.get("evidence", []), record.get("retrieved", []),
-                                                      turn_text, k)
+        value, method = evidence_coverage(record.get("evidence", []), record.get("retrieved", []), turn_text, k)
+        coverage[f"@{k}"] = value if k <= top_k else None  # beyond what was retrieved: unknown
     if record.get("source") == "full-context":
         coverage, method = {f"@{k}": None for k in COVERAGE_KS}, "full-context"
     return QuestionScore(

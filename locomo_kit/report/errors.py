@@ -1,0 +1,64 @@
+"""Error analysis: best and worst answers, why answers fail, and accuracy by how far back the evidence lies."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from locomo_kit.dataset import CATEGORY_NAMES, Conversation
+
+CORRECT_F1 = 0.5
+DISTANCE_BUCKETS = ((0, 2), (3, 5), (6, 10), (11, 20), (21, 1000))
+COVERAGE_K = "@8"
+
+
+def correctness(score: dict, judgement: dict | None) -> tuple[bool, str]:
+    """(correct?, basis): the judge when there is one, else official F1 ≥ 0.5."""
+    if judgement and judgement.get("n_ok"):
+        if judgement["protocol"] == "playbook":
+            return judgement["mean"] >= 50, "playbook J ≥ 50"
+        return judgement["mean"] >= 0.5, "mem0 label (majority of runs)"
+    return score["locomo_f1"] >= CORRECT_F1, f"official F1 ≥ {CORRECT_F1}"
+
+
+def analyse(summary: dict[str, Any], conversations: list[Conversation], examples: int = 5) -> dict[str, Any]:
+    scores = [s for s in summary["_scores"] if s["category"] != 5]
+    answers = summary["_answers"]
+    judged = {(j["sample_id"], j["question_index"]): j for j in summary["_judgements"]}
+    last_session = {c.sample_id: c.sessions[-1].number for c in conversations}
+
+    rows = []
+    for s in scores:
+        key = (s["sample_id"], s["question_index"])
+        ok, basis = correctness(s, judged.get(key))
+        cov = s["evidence_coverage"].get(COVERAGE_K)
+        if cov is None:  # fewer than 8 memories were retrieved: use the widest k that was
+            cov = next((s["evidence_coverage"][k] for k in ("@5", "@3", "@1") if s["evidence_coverage"].get(k) is not None), None)
+        rows.append({"score": s, "answer": answers[key], "correct": ok, "basis": basis, "coverage": cov})
+
+    examples_by_cat = {}
+    for cat in sorted({r["score"]["category"] for r in rows}):
+        rs = sorted((r for r in rows if r["score"]["category"] == cat), key=lambda r: (r["score"]["locomo_f1"], -r["score"]["question_index"]))
+        pick = lambda xs: [{"sample_id": r["score"]["sample_id"], "question_index": r["score"]["question_index"],
+                            "question": r["answer"]["question"], "gold": r["answer"]["gold"],
+                            "prediction": r["answer"]["prediction"], "f1": r["score"]["locomo_f1"],
+                            "memories": [m["content"][:160] for m in r["answer"].get("retrieved", [])[:3]]} for r in xs]
+        examples_by_cat[cat] = {"name": CATEGORY_NAMES[cat], "top": pick(rs[::-1][:examples]), "bottom": pick(rs[:examples])}
+
+    wrong = [r for r in rows if not r["correct"] and r["coverage"] is not None]
+    split = {"memory did not retrieve the evidence": sum(1 for r in wrong if r["coverage"] == 0),
+             "evidence retrieved but answer wrong": sum(1 for r in wrong if r["coverage"] > 0),
+             "wrong answers": len(wrong), "coverage_k": COVERAGE_K}
+
+    by_distance = []
+    for lo, hi in DISTANCE_BUCKETS:
+        rs = [r for r in rows if r["score"]["evidence_sessions"] and
+              lo <= last_session.get(r["score"]["sample_id"], 0) - max(r["score"]["evidence_sessions"]) <= hi]
+        label = f"{lo}-{hi}" if hi < 1000 else f"{lo}+"
+        by_distance.append({"sessions_back": label, "count": len(rs),
+                            "accuracy": 100 * statistics.mean(r["correct"] for r in rs) if rs else None,
+                            "mean_f1": 100 * statistics.mean(r["score"]["locomo_f1"] for r in rs) if rs else None})
+    matrix = {(hit, ok): sum(1 for r in rows if r["coverage"] is not None and (r["coverage"] > 0) == hit and r["correct"] == ok)
+              for hit in (True, False) for ok in (True, False)}
+    return {"basis": rows[0]["basis"] if rows else "", "examples": examples_by_cat, "failure_split": split,
+            "by_distance": by_distance, "hit_correct_matrix": matrix}

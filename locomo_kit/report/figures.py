@@ -1,0 +1,117 @@
+"""Report figures (PNG, readable in print): scores vs baselines, latency, F1 spread, hit×correct, per conversation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from locomo_kit.dataset import CATEGORY_NAMES  # noqa: E402
+from locomo_kit.report.baselines import MEM0_F1, MEM0_J  # noqa: E402
+
+CATS = (1, 2, 3, 4)
+CAT_LABELS = [f"{c} {CATEGORY_NAMES[c]}" for c in CATS]
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
+def categories_vs_baselines(summary: dict[str, Any], path: Path) -> Path:
+    """Mem0-style J when the run was judged with the mem0 protocol, else Mem0's F1 (computed the same way)."""
+    j_rows = {r["category"]: r for r in summary["judge"]["mem0"]}
+    if any(isinstance(k, int) for k in j_rows):
+        ours, baselines, metric = j_rows, MEM0_J, "J (%), Mem0 protocol"
+    else:
+        ours, baselines, metric = {r["category"]: r for r in summary["mem0_f1"]}, MEM0_F1, "F1 (%), Mem0's set-based F1"
+    systems = [("this run: " + summary["answerer"].split(" ")[0], [ours.get(c, {}).get("mean") for c in CATS])]
+    systems += [(b.system, [b.values.get(c) for c in CATS]) for b in baselines if any(c in b.values for c in CATS)]
+    fig, ax = plt.subplots(figsize=(10, 4.8))
+    width = 0.8 / len(systems)
+    palette = ["#C44E52"] + sns.color_palette("Greys", len(systems) + 1)[1:]
+    x = np.arange(len(CATS))
+    for i, (name, vals) in enumerate(systems):
+        ax.bar(x + i * width - 0.4 + width / 2, [v if v is not None else 0 for v in vals], width,
+               label=name, color=palette[i], edgecolor="black", linewidth=0.4, hatch="//" if i == 0 else None)
+    ax.set_xticks(x, CAT_LABELS)
+    ax.set_xlabel("LoCoMo category id (names as in the official code)")
+    ax.set_ylabel(metric)
+    ax.set_title(f"Per category: this run vs the Mem0 paper ({metric}; published answerer gpt-4o-mini)")
+    ax.legend(fontsize=8, ncol=2)
+    ax.set_ylim(0, 100)
+    return _save(fig, path)
+
+
+def latency(answers: list[dict], path: Path) -> Path:
+    search = [a["search_latency_ms"] for a in answers if a.get("search_latency_ms") is not None]
+    answer = [a["answer_latency_ms"] for a in answers]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, values, title in ((axes[0], search, "Worker search"), (axes[1], answer, "Answering")):
+        if not values:
+            ax.text(0.5, 0.5, "no data", ha="center")
+            ax.set_title(title)
+            continue
+        sns.histplot(values, bins=40, ax=ax, color="#4C72B0")
+        for q, style in ((50, "--"), (95, ":")):
+            v = float(np.percentile(values, q))
+            ax.axvline(v, color="black", linestyle=style, label=f"p{q} = {v:.1f} ms")
+        ax.set_title(f"{title} latency ({len(values)} questions)")
+        ax.set_xlabel("milliseconds")
+        ax.set_ylabel("questions")
+        ax.legend()
+    return _save(fig, path)
+
+
+def f1_distribution(scores: list[dict], path: Path) -> Path:
+    cats = sorted({s["category"] for s in scores})
+    data = [[s["locomo_f1"] for s in scores if s["category"] == c] for c in cats]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    ax.boxplot(data, showmeans=True)
+    ax.set_xticks(range(1, len(cats) + 1), [f"{c} {CATEGORY_NAMES[c]}\n(n={len(d)})" for c, d in zip(cats, data)])
+    ax.set_xlabel("category")
+    ax.set_ylabel("official LoCoMo F1 per question")
+    ax.set_title("Distribution of official F1 per category (triangle = mean)")
+    return _save(fig, path)
+
+
+def hit_correct(matrix: dict, basis: str, path: Path) -> Path:
+    grid = np.array([[matrix[(True, True)], matrix[(True, False)]], [matrix[(False, True)], matrix[(False, False)]]])
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    sns.heatmap(grid, annot=True, fmt="d", cmap="Blues", cbar=False, ax=ax,
+                xticklabels=["answer correct", "answer wrong"],
+                yticklabels=["evidence retrieved", "evidence not retrieved"])
+    ax.set_title(f"Retrieval × answer (correct = {basis})", fontsize=10)
+    return _save(fig, path)
+
+
+def per_conversation(rows: list[dict], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(max(5, len(rows) * 0.9), 3.8))
+    ax.bar([r["sample_id"] for r in rows], [r["locomo_f1"] for r in rows], color="#55A868", edgecolor="black")
+    ax.set_xlabel("conversation (sample_id)")
+    ax.set_ylabel("official F1 (%)")
+    ax.set_title("Official F1 per conversation")
+    for i, r in enumerate(rows):
+        ax.text(i, r["locomo_f1"] + 0.5, f"{r['locomo_f1']:.1f}\n(n={r['questions']})", ha="center", fontsize=8)
+    ax.set_ylim(0, max([r["locomo_f1"] for r in rows] + [10]) * 1.3)
+    return _save(fig, path)
+
+
+def write_figures(summary: dict[str, Any], analysis: dict[str, Any], folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    answers = list(summary["_answers"].values())
+    return [
+        categories_vs_baselines(summary, folder / "categories_vs_baselines.png"),
+        latency(answers, folder / "latency.png"),
+        f1_distribution(summary["_scores"], folder / "f1_distribution.png"),
+        hit_correct(analysis["hit_correct_matrix"], analysis["basis"], folder / "retrieval_vs_answer.png"),
+        per_conversation(summary["per_conversation"], folder / "per_conversation.png"),
+    ]

@@ -1,0 +1,185 @@
+"""report.md: generated from a run's records, saying what each number is comparable to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from locomo_kit.dataset import CATEGORY_NAMES, Conversation
+from locomo_kit.report.aggregate import summarize_run
+from locomo_kit.report.baselines import FOOTNOTES, LOCOMO_F1, MEM0_F1, MEM0_J, MEM0_LABELLING, MEM0_LATENCY
+from locomo_kit.report.errors import analyse
+from locomo_kit.report.figures import write_figures
+from locomo_kit.runs import RunFolder, utc_now
+
+FULL_QUESTIONS = 1540
+CATS = (1, 2, 3, 4)
+
+
+def _f(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(_f(c) if not isinstance(c, str) else c for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def _by_cat(rows: list[dict]) -> dict:
+    return {r["category"]: r for r in rows}
+
+
+def sample_note(summary: dict) -> str:
+    n, convs = summary["questions_by_category"], len(summary["samples"])
+    n14 = sum(v for k, v in n.items() if k != 5)
+    if convs < 10 or n14 < FULL_QUESTIONS:
+        return (f"**Small sample: {convs} conversation(s), {n14} questions of categories 1-4 (the full benchmark has "
+                f"10 and {FULL_QUESTIONS}).** Per-category intervals are wide; published numbers are over all ten "
+                "conversations, so differences smaller than the intervals mean nothing.")
+    return f"Full benchmark: {convs} conversations, {n14} questions of categories 1-4."
+
+
+def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Path, list[Path], dict]:
+    """Write ``report.md`` and ``figures/*.png`` into the run folder; return their paths and the summary."""
+    s = summarize_run(run)
+    a = analyse(s, conversations)
+    figures = write_figures(s, a, run.path / "figures")
+    m = s["manifest"]
+    f1, mf1, b1 = _by_cat(s["locomo_f1"]), _by_cat(s["mem0_f1"]), _by_cat(s["bleu1"])
+    diag = _by_cat(s["diagnostics"])
+    label = s["answerer_label"]
+    floor = s["answerer"] == "extractive"
+    lines = [f"# LoCoMo report: {s['run_id']}", ""]
+    coverage = diag.get("overall", {}).get("coverage@8")
+    lines += [f"**Summary.** {', '.join(s['samples'])}: {s['questions']} questions answered by {label} from "
+              f"{'memories retrieved from ' + str(m.get('worker', {}).get('name', 'the Worker')) if s['source'] == 'memory' else 'the full conversation'}"
+              f"; official F1 {_f(f1['overall']['mean'])}% "
+              f"[{_f(f1['overall']['ci_low'])}, {_f(f1['overall']['ci_high'])}]"
+              + (f"; evidence retrieved in the top 8: {_f(coverage)}%" if coverage is not None else "") + ".", "",
+              sample_note(s), ""]
+    if floor:
+        lines += ["> The answers come from the **extractive floor** (rules, no LLM). Its scores measure the pipeline, "
+                  "not a memory system's quality, and are not comparable to any LLM-answered number below.", ""]
+
+    worker = m.get("worker", {})
+    judges = s["judge"]["models"]
+    facts = [["run id", s["run_id"]], ["worker", f"{worker.get('name', '–')} {worker.get('version') or ''} ({worker.get('url', '–')})"],
+             ["ingestion mode", str(m.get("parameters", {}).get("mode", "–"))],
+             ["answer source", s["source"]], ["answerer", label], ["top_k", _f(s["top_k"])],
+             ["answer prompt version", s["prompt_version"]],
+             ["judge", "; ".join(f"{p}: {jm}, prompt {pv}, {n} runs" for p, jm, pv, n in judges) or "not judged"],
+             ["dataset sha256", str(m.get("dataset", {}).get("sha256", "–"))],
+             ["questions", ", ".join(f"cat {k} ({CATEGORY_NAMES[k]}): {v}" for k, v in s["questions_by_category"].items())],
+             ["git commit", str(m.get("git_commit") or "–")], ["report written", utc_now()]]
+    lines += ["## Run facts", ""] + _table(["", ""], facts)
+
+    lines += ["## 1. F1 against published numbers", "",
+              "Official LoCoMo token F1 (the LoCoMo paper's metric). The paper's rows are overall scores that *include* "
+              "adversarial questions and were answered from the full conversation or RAG by the named models: "
+              + ("this run includes adversarial questions too." if 5 in s["questions_by_category"] else
+                 "this run excludes adversarial questions, so its overall is **not comparable** to those rows."), ""]
+    rows = [["this run (" + label + ")"] + [f1.get(c, {}).get("mean") for c in CATS] + [f1.get(5, {}).get("mean"), f1["overall"]["mean"]]]
+    rows += [[b.system + " (LoCoMo paper)"] + [None] * 5 + [b.values["overall"]] for b in LOCOMO_F1]
+    lines += _table(["system", "cat 1", "cat 2", "cat 3", "cat 4", "cat 5", "overall"], rows)
+    lines += ["Mem0's set-based F1 (Mem0's released code: lowercase, strip .,!?, no stemming, token sets) by category id; "
+              f"the published rows used gpt-4o-mini as answerer. {MEM0_LABELLING}", ""]
+    rows = [["this run (" + label + ")"] + [mf1.get(c, {}).get("mean") for c in CATS]]
+    rows += [[b.system + " (Mem0 paper)"] + [b.values.get(c) for c in CATS] for b in MEM0_F1]
+    lines += _table(["system", "cat 1", "cat 2", "cat 3", "cat 4"], rows)
+
+    lines += ["## 2. LLM-as-a-Judge (J) against published numbers", ""]
+    mem0_rows, pb_rows = _by_cat(s["judge"]["mem0"]), _by_cat(s["judge"]["playbook"])
+    if mem0_rows:
+        jm = [p for p in judges if p[0] == "mem0"][0]
+        lines += [f"Mem0 protocol (binary CORRECT/WRONG, lenient prompt paraphrased from Mem0's code), judged by "
+                  f"{jm[1]} ({jm[3]} runs); J = % correct per run, mean ± sample std across runs. Mem0's rows were judged "
+                  f"by gpt-4o-mini: a different judge, so differences include judge behaviour. {MEM0_LABELLING}", ""]
+        rows = [["this run"] + [f"{_f(mem0_rows[c]['mean'])} ± {_f(mem0_rows[c]['std_across_runs'])}" if c in mem0_rows else "–"
+                                for c in CATS + ("overall",)]]
+        rows += [[b.system + " (Mem0 paper)"] + [b.values.get(c) for c in CATS] + [b.values.get("overall")] for b in MEM0_J]
+        lines += _table(["system", "cat 1", "cat 2", "cat 3", "cat 4", "overall"], rows)
+    if pb_rows:
+        jp = [p for p in judges if p[0] == "playbook"][0]
+        lines += [f"Playbook protocol (0-100 score, four criteria), judged by {jp[1]} ({jp[3]} runs per question): "
+                  "mean of per-question means and pooled std across judge runs. A 0-100 graded score is **not "
+                  "comparable** to Mem0's binary J, so no published row is placed beside it.", ""]
+        rows = [[f"{c} {pb_rows[c]['name']}" if c != "overall" else "overall", pb_rows[c]["count"], pb_rows[c]["mean"],
+                 pb_rows[c]["pooled_run_std"], f"[{_f(pb_rows[c]['ci_low'])}, {_f(pb_rows[c]['ci_high'])}]",
+                 pb_rows[c]["warnings"]] for c in list(CATS) + ["overall"] if c in pb_rows]
+        lines += _table(["category", "n", "J (0-100)", "pooled run std", "95% CI (bootstrap)", "questions with warnings"], rows)
+    if not mem0_rows and not pb_rows:
+        lines += ["Not judged: no judge model was available (set `ANTHROPIC_API_KEY`, or pass `--judge-model "
+                  "openai/<model> --llm-base-url …`). J needs an LLM; the F1 scores above do not.", ""]
+
+    lat = s["latency_ms"]
+    sec = lambda v: None if v is None else v / 1000  # noqa: E731
+    lines += ["## 3. Latency and tokens against Mem0", "",
+              "Seconds per question (p50/p95) and context tokens per question. This run's context tokens are "
+              "characters/4 of the memories given to the answerer; "
+              + ("its answering time is the extractive rules', not an LLM's, so only search latency compares." if floor
+                 else "answering time includes the LLM call as made from this machine."), ""]
+    rows = [["this run", sec(lat["search"]["p50"]), sec(lat["search"]["p95"]), sec(lat["total"]["p50"]),
+             sec(lat["total"]["p95"]), s["tokens_per_question"]["context_tokens"]]]
+    rows += [[r["system"] + " (Mem0 paper)", r["search_p50"], r["search_p95"], r["total_p50"], r["total_p95"], r["tokens"]]
+             for r in MEM0_LATENCY]
+    lines += _table(["system", "search p50", "search p95", "total p50", "total p95", "context tokens"],
+                    [[row[0]] + ["–" if c is None else f"{c:.3f}" for c in row[1:5]]
+                     + ["–" if row[5] is None else f"{row[5]:,.0f}"] for row in rows])
+    t = s["tokens_per_question"]
+    lines += [f"Tokens per question (this run): context ≈ {_f(t['context_tokens'])}, input {_f(t['input_tokens'])}, "
+              f"output {_f(t['output_tokens'])}, total {_f(t['total_tokens'])}.", ""]
+
+    lines += ["## 4. Per category, with 95% intervals", "",
+              "Official F1 (%) with a percentile-bootstrap interval (2,000 resamples, fixed seed); Mem0 F1 and BLEU-1 (%).", ""]
+    rows = [[f"{c} {f1[c]['name']}" if c != "overall" else "overall", f1[c]["count"], f1[c]["mean"],
+             f"[{_f(f1[c]['ci_low'])}, {_f(f1[c]['ci_high'])}]", f1[c]["min"], f1[c]["max"],
+             mf1.get(c, {}).get("mean"), b1.get(c, {}).get("mean")] for c in [k for k in f1 if k != "overall"] + ["overall"]]
+    lines += _table(["category", "n", "F1", "95% CI", "min", "max", "Mem0 F1", "BLEU-1"], rows)
+
+    lines += ["## 5. Retrieval diagnostics (no LLM involved)", "",
+              "Evidence coverage@k: share of a question's evidence turns among the turns the top-k retrieved memories "
+              "came from (exact turn ids when the Worker reports them, else text overlap). Answer in context: every "
+              "normalised gold token appears in the retrieved memories.", ""]
+    rows = [[f"{c} {diag[c]['name']}" if c != "overall" else "overall", diag[c]["count"]]
+            + [diag[c][f"coverage@{k}"] for k in (1, 3, 5, 8, 10, 20)] + [diag[c]["answer_in_context"]] for c in diag]
+    lines += _table(["category", "n", "@1", "@3", "@5", "@8", "@10", "@20", "answer in context"], rows)
+
+    sp = a["failure_split"]
+    lines += ["## 6. Error analysis", "", f"An answer counts as correct when {a['basis']}.", "",
+              f"Of {sp['wrong answers']} wrong answers (categories 1-4): **{sp['memory did not retrieve the evidence']}** "
+              f"had none of their evidence in the retrieved memories (the memory lost it), "
+              f"**{sp['evidence retrieved but answer wrong']}** had some of it (the answerer missed it).", "",
+              "Accuracy by how far back the evidence lies (sessions between the newest evidence turn and the "
+              "conversation's last session):", ""]
+    lines += _table(["sessions back", "questions", "accuracy %", "mean F1 %"],
+                    [[r["sessions_back"], r["count"], r["accuracy"], r["mean_f1"]] for r in a["by_distance"]])
+    for cat, ex in a["examples"].items():
+        lines += [f"### Category {cat} ({ex['name']}): best and worst", ""]
+        for title, items in (("Best", ex["top"]), ("Worst", ex["bottom"])):
+            lines.append(f"**{title} {len(items)}**")
+            lines.append("")
+            for e in items:
+                mems = "; ".join(x.replace("|", "/") for x in e["memories"]) or "no memories"
+                lines.append(f"- {e['sample_id']} q{e['question_index']} (F1 {e['f1']:.2f}): {e['question']} "
+                             f"— gold *{e['gold']}*, answer *{e['prediction']}*. Memories: {mems}")
+            lines.append("")
+
+    lines += ["## 7. Costs", ""]
+    rows = [[k, v["model"], v["input_tokens"], v["output_tokens"], "unknown price" if v["usd"] is None else f"${v['usd']:.4f}"]
+            for k, v in s["costs"].items()]
+    lines += _table(["stage", "model", "input tokens", "output tokens", "cost (prices.json)"], rows)
+    lines += ["Tokens include answers served from the disk cache (they cost nothing when rerun).", ""]
+
+    lines += ["## Figures", ""] + [f"![{p.stem}](figures/{p.name})" for p in figures] + [""]
+    lines += ["## Notes", ""] + [f"- {n}" for n in FOOTNOTES] + [f"- {MEM0_LABELLING}", ""]
+    path = run.path / "report.md"
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text("\n".join(lines), encoding="utf-8")
+    tmp.replace(path)
+    run.update_manifest(report={"written_at": utc_now(), "path": str(path)})
+    return path, figures, s
