@@ -35,11 +35,77 @@ def _cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from locomo_kit.notebook_run import run_notebooks
+    from locomo_kit.pipeline import run_all
 
-    out = run_notebooks(["01_dataset.ipynb"], parameters={"sample": args.sample})
-    print(f"Executed notebooks are in {out}")
+    answer_model, judge_model = args.answer_model, args.judge_model
+    if args.paid:
+        answer_model = answer_model if answer_model != "extractive" else "anthropic/claude-opus-4-6"
+        judge_model = judge_model or "anthropic/claude-sonnet-4-6"
+    run, report, figures, summary = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model,
+                                            judge_model, args.judge_protocol, args.judge_runs, args.top_k,
+                                            args.llm_base_url)
+    f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
+    print(f"official F1 {f1['mean']:.1f}% over {summary['questions']} questions ({summary['answerer_label']})")
+    print(f"report:  {report}")
+    print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")
     return 0
+
+
+def _cmd_answer(args: argparse.Namespace) -> int:
+    from locomo_kit.pipeline import run_answer
+
+    run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, args.top_k,
+                              args.source, args.include_adversarial, args.concurrency, args.llm_base_url)
+    print(summary.line())
+    print(f"run folder: {run.path}")
+    return 1 if summary.failed else 0
+
+
+def _existing_run(args: argparse.Namespace):
+    from locomo_kit.pipeline import resolve_run
+
+    run = resolve_run(args.sample, args.mode, args.worker_url, args.run_id)
+    if not run.exists():
+        raise CliError(f"No run at {run.path}: run `locomo-kit run --sample {args.sample}` (or ingest and answer) first")
+    return run
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from locomo_kit.pipeline import run_judge, run_score
+    from locomo_kit.scoring import by_category
+
+    run = _existing_run(args)
+    scores = run_score(run, args.sample)
+    for row in by_category([(s.category, s.locomo_f1) for s in scores]):
+        print(f"{str(row.category):>8} {row.name:<12} n={row.count:<5} official F1 {100 * row.mean:5.1f}% "
+              f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
+    if args.judge_model:
+        made = run_judge(run, args.judge_protocol, args.judge_model, args.judge_runs, args.llm_base_url)
+        print(f"judged {len(made or [])} answers ({args.judge_protocol})")
+    print(f"run folder: {run.path}")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from locomo_kit.pipeline import run_report
+
+    report, figures, _ = run_report(_existing_run(args), args.sample)
+    print(f"report:  {report}")
+    print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")
+    return 0
+
+
+def _answer_options(p: argparse.ArgumentParser, default_model: str) -> None:
+    p.add_argument("--answer-model", default=default_model,
+                   help=f"extractive, auto, anthropic/<model> or openai/<model> (default {default_model})")
+    p.add_argument("--top-k", type=int, default=8, help="memories retrieved per question (8)")
+    p.add_argument("--llm-base-url", help="base URL of an OpenAI-compatible server for openai/<model>")
+
+
+def _judge_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--judge-model", help="anthropic/<model> or openai/<model>; judging is skipped without one")
+    p.add_argument("--judge-protocol", choices=["playbook", "mem0"], default="playbook", help="(playbook)")
+    p.add_argument("--judge-runs", type=int, help="judge runs per question (playbook 10, mem0 3)")
 
 
 def _worker_options(p: argparse.ArgumentParser) -> None:
@@ -117,9 +183,33 @@ def build_parser() -> argparse.ArgumentParser:
                          "results for one single-hop, one multi-hop and one temporal question.")
     _worker_options(ver)
     ver.set_defaults(func=_cmd_verify)
-    run = sub.add_parser("run", help="run the main job headless (papermill) into outputs/",
-                         description="Run the kit's main job: notebooks executed headless into outputs/.")
-    run.add_argument("--sample", default="all", help="'all', a sample id, or a comma-separated list")
+    ans = sub.add_parser("answer", help="answer every question from the Worker's memories (resumable)",
+                         description="Answer each question from the memories the Worker retrieves (or the full "
+                         "conversation), appending to answers.jsonl; a rerun skips answered questions.")
+    _worker_options(ans)
+    _answer_options(ans, "auto")
+    ans.add_argument("--source", choices=["memory", "full-context"], default="memory", help="(memory)")
+    ans.add_argument("--include-adversarial", action="store_true", help="also answer category 5")
+    ans.add_argument("--concurrency", type=int, default=4, help="parallel LLM calls (4)")
+    ans.set_defaults(func=_cmd_answer)
+    sc = sub.add_parser("score", help="score saved answers (F1s, diagnostics) and optionally judge them",
+                        description="Score a run's saved answers: official LoCoMo F1, Mem0 F1 and BLEU-1, retrieval "
+                        "diagnostics; with --judge-model also LLM-as-a-Judge. Never queries the Worker.")
+    _worker_options(sc)
+    _judge_options(sc)
+    sc.add_argument("--llm-base-url", help="base URL of an OpenAI-compatible judge server")
+    sc.set_defaults(func=_cmd_score)
+    rep = sub.add_parser("report", help="write report.md and figures for a run",
+                         description="Write report.md and figures/*.png into the run folder from its records.")
+    _worker_options(rep)
+    rep.set_defaults(func=_cmd_report)
+    run = sub.add_parser("run", help="the whole pipeline: ingest, answer, score, (judge), report",
+                         description="Run the whole pipeline on the embedded Worker offline by default; --paid runs "
+                         "the paid protocol (answerer claude-opus-4-6, judge claude-sonnet-4-6) with ANTHROPIC_API_KEY.")
+    _worker_options(run)
+    _answer_options(run, "extractive")
+    _judge_options(run)
+    run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
     return parser
 

@@ -148,3 +148,31 @@ def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str = "au
                                           "temperature_requested": judge.temperature, "judged_at": utc_now(),
                                           "usage_this_call": usage}})
     return judgements
+
+
+def run_report(run: RunFolder, sample: str, dataset_path: str | None = None):
+    """Write report.md and figures from the run's records."""
+    from locomo_kit.report.markdown import build_report
+
+    conversations, _ = load(sample, dataset_path)
+    return build_report(run, conversations)
+
+
+def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript", run_id: str | None = None,
+            answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
+            judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
+            dataset_path: str | None = None, progress: bool | None = None, log=print):
+    """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report."""
+    run, ingest_summary = run_ingest(sample, worker_url, mode, run_id, dataset_path=dataset_path, progress=progress)
+    for line in ingest_summary.lines():
+        log(line)
+    _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
+                            dataset_path=dataset_path, progress=progress)
+    log(answers.line())
+    scores = run_score(run, sample, dataset_path)
+    log(f"scored {len(scores)} answers")
+    if judge_model:
+        made = run_judge(run, judge_protocol, judge_model, judge_runs, llm_base_url, progress=progress)
+        log(f"judged {len(made or [])} answers ({judge_protocol})")
+    report, figures, summary = run_report(run, sample, dataset_path)
+    return run, report, figures, summary

@@ -30,6 +30,11 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return out + [""]
 
 
+def _pub(v: float | None, digits: int = 2) -> str:
+    """A published number at its published precision."""
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
 def _by_cat(rows: list[dict]) -> dict:
     return {r["category"]: r for r in rows}
 
@@ -84,12 +89,12 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
               + ("this run includes adversarial questions too." if 5 in s["questions_by_category"] else
                  "this run excludes adversarial questions, so its overall is **not comparable** to those rows."), ""]
     rows = [["this run (" + label + ")"] + [f1.get(c, {}).get("mean") for c in CATS] + [f1.get(5, {}).get("mean"), f1["overall"]["mean"]]]
-    rows += [[b.system + " (LoCoMo paper)"] + [None] * 5 + [b.values["overall"]] for b in LOCOMO_F1]
+    rows += [[b.system + " (LoCoMo paper)"] + ["–"] * 5 + [_pub(b.values["overall"], 1)] for b in LOCOMO_F1]
     lines += _table(["system", "cat 1", "cat 2", "cat 3", "cat 4", "cat 5", "overall"], rows)
     lines += ["Mem0's set-based F1 (Mem0's released code: lowercase, strip .,!?, no stemming, token sets) by category id; "
               f"the published rows used gpt-4o-mini as answerer. {MEM0_LABELLING}", ""]
     rows = [["this run (" + label + ")"] + [mf1.get(c, {}).get("mean") for c in CATS]]
-    rows += [[b.system + " (Mem0 paper)"] + [b.values.get(c) for c in CATS] for b in MEM0_F1]
+    rows += [[b.system + " (Mem0 paper)"] + [_pub(b.values.get(c)) for c in CATS] for b in MEM0_F1]
     lines += _table(["system", "cat 1", "cat 2", "cat 3", "cat 4"], rows)
 
     lines += ["## 2. LLM-as-a-Judge (J) against published numbers", ""]
@@ -101,7 +106,8 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
                   f"by gpt-4o-mini: a different judge, so differences include judge behaviour. {MEM0_LABELLING}", ""]
         rows = [["this run"] + [f"{_f(mem0_rows[c]['mean'])} ± {_f(mem0_rows[c]['std_across_runs'])}" if c in mem0_rows else "–"
                                 for c in CATS + ("overall",)]]
-        rows += [[b.system + " (Mem0 paper)"] + [b.values.get(c) for c in CATS] + [b.values.get("overall")] for b in MEM0_J]
+        rows += [[b.system + " (Mem0 paper)"] + [_pub(b.values.get(c)) for c in CATS] + [_pub(b.values.get("overall"))]
+                 for b in MEM0_J]
         lines += _table(["system", "cat 1", "cat 2", "cat 3", "cat 4", "overall"], rows)
     if pb_rows:
         jp = [p for p in judges if p[0] == "playbook"][0]
