@@ -164,3 +164,28 @@ def test_worker_answering_garbage(tmp_path, capsys):
 def test_wrong_url_scheme_is_one_line(capsys):
     assert main(["ingest", "--sample", "conv-26", "--worker-url", "ftp://nowhere"]) == 1
     assert capsys.readouterr().err.startswith("locomo-kit: error:")
+
+
+def test_stuck_worker_queue_fails_sessions_and_the_run_continues(conv26, capsys):
+    stuck = create_standin()
+    stuck.state.data["queue"] = _Stuck()
+    with serve(stuck) as url:
+        code = main(["ingest", "--sample", "conv-26", "--worker-url", url, "--session-timeout", "0.2",
+                     "--poll-interval", "0.05"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "sessions ingested: 0, failed: 19" in out
+    assert "FAILED locomo-conv-26-s1: Worker queue not empty after 0 s" in out
+
+
+class _Stuck(list):
+    """A queue whose work never finishes (claude-mem with an exhausted LLM quota)."""
+
+    def append(self, item):
+        super().append(item)
+
+    def pop(self, index=-1):
+        raise IndexError  # the generator never takes work
+
+    def __bool__(self):
+        return False  # the generator sees nothing to do, the status still counts it
