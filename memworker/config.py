@@ -26,7 +26,8 @@ class Settings:
     top_k: int = 8
     floor: float = 0.45  # minimum relevance relative to the best match (0-1)
     bm25_weight: float = 0.8  # share of BM25 in the fused similarity; the rest is cosine
-    speaker_boost: float = 0.1  # added to the similarity of memories by the speaker a query names
+    context_weight: float = 0.4  # BM25 weight of a memory's neighbouring turns (its own text weighs 1)
+    speaker_boost: float = 0.2  # added to the similarity of memories by the speaker a query names
     dedup_threshold: float = 0.85
     now: str = "latest"  # "latest" (newest memory of the project), "wall", or an ISO date
     max_body_bytes: int = 5_000_000

@@ -226,7 +226,7 @@ class MemoryService:
             rows = self.store.rows(ids)
             return [(rows[i], None) for i in ids if i in rows]
         assert self.embedder is not None
-        bm25 = self.store.fts_candidates(project, fts_query(query), CANDIDATES)
+        bm25 = self.store.fts_candidates(project, fts_query(query), CANDIDATES, self.settings.context_weight)
         cosine = self.store.dense_candidates(project, self.embedder.embed([query])[0], CANDIDATES)
         if allowed is not None:
             bm25 = {k: v for k, v in bm25.items() if k in allowed}
