@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from urllib.parse import quote
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -336,7 +337,7 @@ class WorkerClient:
         route) lists the project's observations and deletes them one by one.
         """
         try:
-            data = self._request("DELETE", f"/api/projects/{project}")
+            data = self._request("DELETE", f"/api/projects/{quote(project, safe='')}")
             return int(self._expect(data, "deleted", "/api/projects"))
         except WorkerNotFound:
             pass
