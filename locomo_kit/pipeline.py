@@ -163,6 +163,11 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
             dataset_path: str | None = None, progress: bool | None = None, log=print):
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report."""
+    from locomo_kit.llm import make_llm
+
+    for spec in (answer_model, judge_model):  # a missing key or SDK fails now, before any work is done
+        if spec and spec not in ("extractive", "auto"):
+            make_llm(spec, base_url=llm_base_url)
     run, ingest_summary = run_ingest(sample, worker_url, mode, run_id, dataset_path=dataset_path, progress=progress)
     for line in ingest_summary.lines():
         log(line)

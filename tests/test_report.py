@@ -98,3 +98,35 @@ def test_report_without_run_is_a_clear_error(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path))
     assert main(["report", "--sample", "conv-30"]) == 1
     assert "No run at" in capsys.readouterr().err
+
+
+def test_paid_run_without_key_fails_before_doing_anything(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert main(["run", "--sample", "conv-26", "--paid"]) == 1
+    assert "export ANTHROPIC_API_KEY" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_paid_protocol_end_to_end_through_the_sdk(tmp_path, monkeypatch, capsys):
+    """`run --paid` against a loopback stand-in of the Messages API: answers, judgements, report."""
+    from claude_mem_standin import serve
+    from llm_standins import Script, anthropic_app, anthropic_message
+
+    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path))
+    monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    script = Script([(200, anthropic_message('{"score": 80, "explanation": "close"}', 500, 12))])
+    with serve(anthropic_app(script)) as url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+        with pytest.warns(UserWarning, match="temperature"):
+            assert main(["run", "--sample", "conv-30", "--paid", "--judge-runs", "2", "--run-id", "paid"]) == 0
+    out = capsys.readouterr().out
+    assert "answering (estimate, before cache hits): 81 calls to anthropic/claude-opus-4-6" in out
+    models = [r["body"]["model"] for r in script.requests]
+    assert models.count("claude-opus-4-6") == 81 and models.count("claude-sonnet-4-6") == 162
+    text = (tmp_path / "runs" / "paid" / "report.md").read_text()
+    assert "playbook: anthropic/claude-sonnet-4-6, prompt judge-playbook-v1, 2 runs" in text
+    assert "| overall | 81 | 80.0 |" in text
+    assert "$" in text.split("## 7. Costs")[1]
