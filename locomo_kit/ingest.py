@@ -94,18 +94,18 @@ def done_sessions(run: RunFolder, sample_id: str, mode: str) -> dict[int, dict]:
     return done
 
 
-def _count_session_observations(client: WorkerClient, project: str, csid: str, before: int) -> int:
+def _count_session_observations(client: WorkerClient, project: str, csid: str, before: int) -> tuple[int, int]:
+    """(observations this session produced, observations in the project now)."""
     obs = client.list_observations(project)
     if any("source_session" in o.metadata for o in obs):
-        return sum(1 for o in obs if o.metadata.get("source_session") == csid)
-    return max(0, len(obs) - before)
+        return sum(1 for o in obs if o.metadata.get("source_session") == csid), len(obs)
+    return max(0, len(obs) - before), len(obs)
 
 
 def _ingest_transcript(client: WorkerClient, conv: Conversation, session: Session, timeout: float,
-                       poll_interval: float) -> int:
+                       poll_interval: float, before: int) -> tuple[int, int]:
     csid = adapter.content_session_id(conv.sample_id, session.number)
     project = adapter.project_name(conv.sample_id)
-    before = sum(1 for _ in client.iter_observations(project))
     init = client.init_session(csid, project, adapter.init_prompt(conv, session))
     if init.get("skipped"):
         raise WorkerError(f"Worker skipped session init: {init.get('reason')}")
@@ -142,7 +142,9 @@ def ingest_conversation(client: WorkerClient, conv: Conversation, run: RunFolder
                                  "deleted_observations": deleted, "at": utc_now()})
     done = done_sessions(run, conv.sample_id, mode)
     todo = [s for s in conv.sessions if s.number not in done]
-    titles = {o.title for o in client.iter_observations(project)} if mode == "turns" and todo else set()
+    existing = client.list_observations(project) if todo else []
+    titles = {o.title for o in existing}
+    known = len(existing)  # observations in the project before the next session
     results = []
     bar = tqdm(todo, desc=f"ingest {conv.sample_id}", unit="session",
                disable=progress_enabled() if progress is None else not progress)
@@ -152,11 +154,16 @@ def ingest_conversation(client: WorkerClient, conv: Conversation, run: RunFolder
         result = SessionResult(conv.sample_id, session.number, csid, project, mode, "ok", worker_url=client.base_url)
         try:
             if mode == "transcript":
-                result.observations = _ingest_transcript(client, conv, session, session_timeout, poll_interval)
+                result.observations, known = _ingest_transcript(client, conv, session, session_timeout,
+                                                                poll_interval, known)
             else:
                 result.observations = _ingest_turns(client, conv, session, titles)
         except WorkerError as exc:
             result.status, result.error = "failed", str(exc)
+            try:  # the failed session may still add observations: recount before the next one
+                known = sum(1 for _ in client.iter_observations(project))
+            except WorkerError:
+                pass
         result.seconds = round(time.monotonic() - start, 3)
         run.append(INGEST_FILE, {"kind": "session", **asdict(result)})
         results.append(result)
