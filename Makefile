@@ -1,12 +1,22 @@
 # The two commands (see README): `make run` and `make test`. Everything else is a step they call.
 PY ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+SUPPORTED := import sys; sys.exit(sys.version_info < (3, 11))
+
+# A .venv made by an unsupported (or missing) Python is removed here, before make looks at it, and made again.
+ifneq ($(wildcard $(VENV)),)
+ifneq ($(shell $(BIN)/python -c '$(SUPPORTED)' >/dev/null 2>&1 && echo ok),ok)
+$(info $(VENV) was made by $(or $(shell $(BIN)/python --version 2>&1),a Python that no longer runs); locomo-kit needs Python 3.11 or newer: removing $(VENV) to make it again with $(PY))
+$(shell rm -rf $(VENV))
+endif
+endif
 
 .PHONY: setup data run test bench clean
 
 $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
+	@$(PY) -c '$(SUPPORTED)' || { echo "$(PY) is $$($(PY) --version 2>&1): locomo-kit needs Python 3.11 or newer (make PY=python3.11 ...)"; exit 1; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
@@ -23,6 +33,7 @@ data: setup
 run: data
 	$(BIN)/locomo-kit run
 
+# pytest's conftest.py removes API keys and sends every output to a temporary folder
 test: data
 	$(BIN)/python -m pytest --nbval tests notebooks
 

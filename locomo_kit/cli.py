@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Callable, Sequence
 
 from locomo_kit import __version__
@@ -13,6 +14,42 @@ from locomo_kit import __version__
 
 class CliError(Exception):
     """An expected failure: printed as one line, exit code 1."""
+
+
+def int_in(lo: int, hi: int) -> Callable[[str], int]:
+    """An argparse type: an integer from ``lo`` to ``hi`` (a clear error otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be from {lo} to {hi}, got {value}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
+def _finish(outcomes, ok_code: int = 0) -> int:
+    """Exit status for a command whose stages ended with ``outcomes``: non-zero, with the first
+    failure's reason and a count of the rest, when any is not ok."""
+    from locomo_kit.outcome import first_error
+
+    message = first_error(outcomes)
+    if message:
+        print(f"locomo-kit: error: {message}", file=sys.stderr)
+        return 1
+    return ok_code
 
 
 def _cmd_data_fetch(args: argparse.Namespace) -> int:
@@ -41,36 +78,54 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.paid:
         answer_model = answer_model if answer_model != "extractive" else "anthropic/claude-opus-4-6"
         judge_model = judge_model or "anthropic/claude-sonnet-4-6"
-    run, report, figures, summary = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model,
-                                            judge_model, args.judge_protocol, args.judge_runs, args.top_k,
-                                            args.llm_base_url)
+    result = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model, judge_model,
+                     args.judge_protocol, args.judge_runs, args.top_k, args.llm_base_url, ingest_id=args.ingest_id)
+    summary, report = result.summary, result.report
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
-    print(f"official F1 {f1['mean']:.1f}% over {summary['questions']} questions ({summary['answerer_label']})")
+    done = "" if result.ok else "PARTIAL: "
+    print(f"{done}official F1 {f1['mean']:.1f}% over {summary['questions']} questions "
+          f"({result.run.manifest().get('config_label', summary['answerer_label'])})")
     print(f"report:  {report}")
-    print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")
-    return 0
+    print(f"figures: {report.parent / 'figures'} ({len(result.figures)} PNG)")
+    return _finish(result.outcomes)
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_answer
 
     run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, args.top_k,
-                              args.source, args.include_adversarial, args.concurrency, args.llm_base_url)
-    print(summary.line())
+                              args.source, args.include_adversarial, args.concurrency, args.llm_base_url,
+                              ingest_id=args.ingest_id)
+    for note in summary.outcome.notes:
+        print(f"WARNING: {note}")
+    print(summary.outcome.line())
     print(f"run folder: {run.path}")
-    return 1 if summary.failed else 0
+    return _finish([summary.outcome])
 
 
 def _existing_run(args: argparse.Namespace):
-    from locomo_kit.pipeline import resolve_run
+    from locomo_kit.pipeline import resolve_run, run_config
+    from locomo_kit.runs import RunFolder, runs_root
 
-    run = resolve_run(args.sample, args.mode, args.worker_url, args.run_id)
+    if getattr(args, "run", None):
+        run = RunFolder(args.run) if "/" not in args.run else RunFolder(Path(args.run).name, root=Path(args.run).parent)
+        if not run.exists():
+            raise CliError(f"No run at {run.path}")
+        return run
+    config = run_config(args.sample, args.worker_url, args.mode, args.answer_model, args.top_k,
+                        getattr(args, "source", "memory"), getattr(args, "include_adversarial", False))
+    run = resolve_run(config, args.run_id)
     if not run.exists():
-        raise CliError(f"No run at {run.path}: run `locomo-kit run --sample {args.sample}` (or ingest and answer) first")
+        others = sorted(d.name for d in runs_root().glob(f"{args.sample}-*") if (d / "manifest.json").is_file()) \
+            if runs_root().is_dir() else []
+        hint = f" Runs for {args.sample}: {', '.join(others[:8])} (select one with --run-id)." if others else ""
+        raise CliError(f"No run at {run.path} for configuration {config.label()}: run `locomo-kit run --sample "
+                       f"{args.sample}` (with the same options) first.{hint}")
     return run
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
+    from locomo_kit.outcome import Outcome
     from locomo_kit.pipeline import run_judge, run_score
     from locomo_kit.scoring import by_category
 
@@ -79,11 +134,15 @@ def _cmd_score(args: argparse.Namespace) -> int:
     for row in by_category([(s.category, s.locomo_f1) for s in scores]):
         print(f"{str(row.category):>8} {row.name:<12} n={row.count:<5} official F1 {100 * row.mean:5.1f}% "
               f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
+    outcomes = []
     if args.judge_model:
-        made = run_judge(run, args.judge_protocol, args.judge_model, args.judge_runs, args.llm_base_url)
-        print(f"judged {len(made or [])} answers ({args.judge_protocol})")
+        run_judge(run, args.judge_protocol, args.judge_model, args.judge_runs, args.llm_base_url)
+        record = run.manifest().get("judge", {}).get(args.judge_protocol, {}).get("outcome")
+        if record:
+            outcomes.append(Outcome(**{k: v for k, v in record.items() if k not in ("ok", "not_attempted")}))
+            print(outcomes[-1].line())
     print(f"run folder: {run.path}")
-    return 0
+    return _finish(outcomes)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -95,48 +154,76 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _answer_options(p: argparse.ArgumentParser, default_model: str) -> None:
+def _cmd_export(args: argparse.Namespace) -> int:
+    from locomo_kit.export import export_run
+
+    run = _existing_run(args)
+    path, rows = export_run(run, args.format, args.output)
+    print(f"{path}: {rows} rows (one per question)")
+    return 0
+
+
+def _answer_options(p: argparse.ArgumentParser, default_model: str = "extractive") -> None:
     p.add_argument("--answer-model", default=default_model,
-                   help=f"extractive, auto, anthropic/<model> or openai/<model> (default {default_model})")
-    p.add_argument("--top-k", type=int, default=8, help="memories retrieved per question (8)")
+                   help=f"extractive (offline, free), anthropic/<model> or openai/<model> (paid/served), or auto "
+                   f"(Anthropic when ANTHROPIC_API_KEY is set) (default {default_model})")
+    p.add_argument("--top-k", type=int_in(1, 100), default=8, help="memories retrieved per question, 1-100 (8)")
     p.add_argument("--llm-base-url", help="base URL of an OpenAI-compatible server for openai/<model>")
 
 
 def _judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-model", help="anthropic/<model> or openai/<model>; judging is skipped without one")
     p.add_argument("--judge-protocol", choices=["playbook", "mem0"], default="playbook", help="(playbook)")
-    p.add_argument("--judge-runs", type=int, help="judge runs per question (playbook 10, mem0 3)")
+    p.add_argument("--judge-runs", type=int_in(1, 50), help="judge runs per question, 1-50 (playbook 10, mem0 3)")
 
 
-def _worker_options(p: argparse.ArgumentParser) -> None:
+def _worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
     p.add_argument("--sample", default="conv-26", help="a sample id, a comma-separated list, or 'all' (default conv-26)")
     p.add_argument("--worker-url", default=os.environ.get("LOCOMO_WORKER_URL", "embedded"),
                    help="Worker base URL, or 'embedded' to start memworker for the run "
                    "(default: $LOCOMO_WORKER_URL, else embedded); token from $LOCOMO_WORKER_TOKEN")
     p.add_argument("--mode", choices=["transcript", "turns"], default="transcript",
                    help="transcript: one Read per session (default); turns: each turn saved via memory/save")
-    p.add_argument("--run-id", help="run folder name under outputs/runs (default: derived from sample, mode, worker)")
+    p.add_argument("--ingest-id", help="ingestion folder name under outputs/ingestions (default: derived from "
+                   "sample, mode and worker)")
+    if run_id:
+        p.add_argument("--run-id", help="run folder name under outputs/runs (default: derived from every option "
+                       "that changes results: sample, mode, worker, answer model, top-k, source, prompt version)")
+
+
+def _source_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", choices=["memory", "full-context"], default="memory",
+                   help="memory: answer from retrieved memories (default); full-context: from the whole conversation "
+                   "(needs an LLM answerer)")
+    p.add_argument("--include-adversarial", action="store_true", help="also answer category 5")
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from locomo_kit.ingest import print_summary
     from locomo_kit.pipeline import run_ingest
 
-    run, summary = run_ingest(args.sample, args.worker_url, args.mode, args.run_id, force=args.force,
-                              session_timeout=args.session_timeout, poll_interval=args.poll_interval)
+    from locomo_kit.pipeline import ingest_outcome, load
+
+    conversations, _ = load(args.sample)
+    folder, summary = run_ingest(args.sample, args.worker_url, args.mode, args.ingest_id, force=args.force,
+                                 session_timeout=args.session_timeout, poll_interval=args.poll_interval)
+    for note in getattr(summary, "notes", []):
+        print(note)
     print_summary(summary)
-    print(f"run folder: {run.path}")
-    return 1 if summary.failed or summary.zero_observation_sessions else 0
+    outcome = ingest_outcome(summary, sum(len(c.sessions) for c in conversations))
+    print(outcome.line())
+    print(f"ingestion folder: {folder.path}")
+    return _finish([outcome], 1 if summary.zero_observation_sessions else 0)
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from locomo_kit.ingest import format_verification, verify
-    from locomo_kit.pipeline import connect, load, resolve_run
+    from locomo_kit.pipeline import connect, load, resolve_ingestion
 
     conversations, _ = load(args.sample)
-    run = resolve_run(args.sample, args.mode, args.worker_url, args.run_id)
+    run = resolve_ingestion(args.sample, args.mode, args.worker_url, args.ingest_id)
     if args.worker_url == "embedded" and not run.exists():
-        raise CliError(f"No run at {run.path}: ingest first (locomo-kit ingest --sample {args.sample})")
+        raise CliError(f"No ingestion at {run.path}: ingest first (locomo-kit ingest --sample {args.sample})")
     with connect(args.worker_url, run) as client:
         counts = []
         for conv in conversations:
@@ -173,41 +260,54 @@ def build_parser() -> argparse.ArgumentParser:
     ing = sub.add_parser("ingest", help="ingest conversations into a Worker (resumable)",
                          description="Ingest LoCoMo conversations into a Worker over the claude-mem API. "
                          "Resumable: a rerun skips sessions already ingested.")
-    _worker_options(ing)
+    _worker_options(ing, run_id=False)
     ing.add_argument("--force", action="store_true", help="forget the project in the Worker and ingest again")
-    ing.add_argument("--session-timeout", type=float, default=180.0, help="seconds to wait per session (180)")
-    ing.add_argument("--poll-interval", type=float, default=3.0, help="longest pause between queue polls (3 s)")
+    ing.add_argument("--session-timeout", type=positive_float, default=180.0, help="seconds to wait per session (180)")
+    ing.add_argument("--poll-interval", type=positive_float, default=3.0, help="longest pause between queue polls (3 s)")
     ing.set_defaults(func=_cmd_ingest)
     ver = sub.add_parser("verify", help="count a project's observations and probe search",
                          description="Count the observations of each sample's project and show the top 3 "
                          "results for one single-hop, one multi-hop and one temporal question.")
-    _worker_options(ver)
+    _worker_options(ver, run_id=False)
     ver.set_defaults(func=_cmd_verify)
     ans = sub.add_parser("answer", help="answer every question from the Worker's memories (resumable)",
                          description="Answer each question from the memories the Worker retrieves (or the full "
                          "conversation), appending to answers.jsonl; a rerun skips answered questions.")
     _worker_options(ans)
-    _answer_options(ans, "auto")
-    ans.add_argument("--source", choices=["memory", "full-context"], default="memory", help="(memory)")
-    ans.add_argument("--include-adversarial", action="store_true", help="also answer category 5")
-    ans.add_argument("--concurrency", type=int, default=4, help="parallel LLM calls (4)")
+    _answer_options(ans)
+    _source_options(ans)
+    ans.add_argument("--concurrency", type=int_in(1, 64), default=4, help="parallel LLM calls, 1-64 (4)")
     ans.set_defaults(func=_cmd_answer)
     sc = sub.add_parser("score", help="score saved answers (F1s, diagnostics) and optionally judge them",
                         description="Score a run's saved answers: official LoCoMo F1, Mem0 F1 and BLEU-1, retrieval "
                         "diagnostics; with --judge-model also LLM-as-a-Judge. Never queries the Worker.")
     _worker_options(sc)
+    _answer_options(sc)
+    _source_options(sc)
     _judge_options(sc)
-    sc.add_argument("--llm-base-url", help="base URL of an OpenAI-compatible judge server")
     sc.set_defaults(func=_cmd_score)
     rep = sub.add_parser("report", help="write report.md and figures for a run",
                          description="Write report.md and figures/*.png into the run folder from its records.")
     _worker_options(rep)
+    _answer_options(rep)
+    _source_options(rep)
     rep.set_defaults(func=_cmd_report)
+    exp = sub.add_parser("export", help="write one row per question with every score (CSV or Parquet)",
+                         description="Export a run's questions, answers and scores (official F1, Mem0 F1, BLEU-1, "
+                         "evidence coverage, J per protocol) as one row per question.")
+    exp.add_argument("run", nargs="?", help="run id (a folder under outputs/runs) or a run folder's path; "
+                     "default: the run the options below select")
+    _worker_options(exp)
+    _answer_options(exp)
+    _source_options(exp)
+    exp.add_argument("--format", choices=["csv", "parquet"], default="csv", help="(csv)")
+    exp.add_argument("--output", help="file to write (default: questions.csv / questions.parquet in the run folder)")
+    exp.set_defaults(func=_cmd_export)
     run = sub.add_parser("run", help="the whole pipeline: ingest, answer, score, (judge), report",
                          description="Run the whole pipeline on the embedded Worker offline by default; --paid runs "
                          "the paid protocol (answerer claude-opus-4-6, judge claude-sonnet-4-6) with ANTHROPIC_API_KEY.")
     _worker_options(run)
-    _answer_options(run, "extractive")
+    _answer_options(run)
     _judge_options(run)
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
@@ -222,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
-    except (CliError, DatasetError, KeyError, WorkerError, RuntimeError) as exc:
+    except (CliError, DatasetError, KeyError, WorkerError, RuntimeError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print(f"locomo-kit: error: {message}", file=sys.stderr)
         return 1

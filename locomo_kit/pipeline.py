@@ -1,19 +1,38 @@
-"""The stages as one call each, shared by the CLI and the notebooks: worker → ingest → answer → score."""
+"""The stages as one call each, shared by the CLI and the notebooks: worker → ingest → answer → score.
+
+A run is one configuration (:class:`~locomo_kit.runs.RunConfig`): its folder is named by
+everything that changes its results, and every stage and the report read that folder only.
+Ingestion is shared between the runs on the same sample, mode and Worker, and is reused only while
+the Worker still holds what was ingested (:mod:`locomo_kit.worker_identity`).
+
+Money is spent only when asked: every default is the offline path (the extractive answerer, no
+judge); a paid model is used only when named (``anthropic/…``, ``auto``) or by ``run --paid``.
+"""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from locomo_kit.data_fetch import sha256_file
-from locomo_kit.dataset import Conversation, load_dataset, select
+from locomo_kit.dataset import Conversation, load_dataset, questions, select
 from locomo_kit.embedded import EmbeddedWorker
 from locomo_kit.ingest import IngestSummary, ingest
+from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.paths import default_dataset_path
-from locomo_kit.runs import RunFolder, default_run_id, utc_now
+from locomo_kit.runs import RunConfig, RunFolder, default_ingest_id, ingestion_folder, utc_now
 from locomo_kit.worker_client import WorkerClient
+from locomo_kit.worker_identity import check_ingestion_held, check_run_worker, ingestion_state, worker_identity
 
 EMBEDDED = "embedded"
+TOP_K_RANGE = (1, 100)
+JUDGE_RUNS_RANGE = (1, 50)
+
+
+class NotIngested(RuntimeError):
+    """Questions were asked of a sample the Worker does not hold."""
 
 
 def load(sample: str, dataset_path: str | None = None) -> tuple[list[Conversation], str]:
@@ -22,91 +41,194 @@ def load(sample: str, dataset_path: str | None = None) -> tuple[list[Conversatio
     return select(load_dataset(path), sample), sha256_file(path)
 
 
-@contextmanager
-def connect(worker_url: str, run: RunFolder, ready_timeout: float = 120.0) -> Iterator[WorkerClient]:
-    """A ready client for ``worker_url`` (``"embedded"`` starts memworker on the run's database).
+def check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
+    lo, hi = bounds
+    if not isinstance(value, int) or not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer from {lo} to {hi}, got {value!r}")
 
-    For an external Worker, nothing is written to the run folder until it has answered.
+
+@contextmanager
+def connect(worker_url: str, folder: RunFolder, ready_timeout: float = 120.0) -> Iterator[WorkerClient]:
+    """A ready client for ``worker_url`` (``"embedded"`` starts memworker on ``folder``'s database).
+
+    ``client.identity`` is the Worker's identity (:func:`worker_identity`). Nothing is written to
+    ``folder`` (but the embedded Worker's database) until the Worker has answered.
     """
     if worker_url == EMBEDDED:
-        with EmbeddedWorker(run.create().path / "memworker.db") as url, WorkerClient(url, token="") as client:
+        with EmbeddedWorker(folder.create().path / "memworker.db") as url, WorkerClient(url, token="") as client:
             health = client.wait_until_ready(timeout=ready_timeout)
-            run.update_manifest(worker={"url": EMBEDDED, "name": health.get("name", "memworker"),
-                                        "version": health.get("version"), "settings": health.get("settings")})
+            client.identity = worker_identity(worker_url, client.base_url, health)  # type: ignore[attr-defined]
             yield client
         return
     with WorkerClient(worker_url) as client:
         client.health()  # raises WorkerUnavailable / WorkerAuthError with a clear message
         health = client.wait_until_ready(timeout=ready_timeout)
-        run.update_manifest(worker={"url": client.base_url, "name": health.get("name", "claude-mem"),
-                                    "version": health.get("version"), "settings": health.get("settings")})
+        client.identity = worker_identity(worker_url, client.base_url, health)  # type: ignore[attr-defined]
         yield client
 
 
-def resolve_run(sample: str, mode: str, worker_url: str, run_id: str | None) -> RunFolder:
-    return RunFolder(run_id or default_run_id(sample, mode, worker_url))
+def run_config(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
+               answer_model: str = "extractive", top_k: int = 8, source: str = "memory",
+               include_adversarial: bool = False, **extra: Any) -> RunConfig:
+    """The configuration these arguments describe (``answer_model`` as given: ``auto`` is resolved here)."""
+    from locomo_kit.llm import DEFAULT_ANSWER_MODEL, resolve_auto
+    from locomo_kit.qa.answering import AnswerConfig
+
+    check_range("top_k", top_k, TOP_K_RANGE)
+    spec = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL)
+    version = AnswerConfig(source=source, answer_model=spec, top_k=top_k).prompt_version
+    return RunConfig(sample=sample, mode=mode, worker_url=worker_url, answer_model=spec, top_k=top_k, source=source,
+                     include_adversarial=include_adversarial, answer_prompt_version=version, extra=extra)
+
+
+def resolve_run(config: RunConfig, run_id: str | None = None) -> RunFolder:
+    """The run folder of ``config`` (or the one named ``run_id``)."""
+    return RunFolder(run_id or config.run_id())
+
+
+def resolve_ingestion(sample: str, mode: str, worker_url: str, ingest_id: str | None = None) -> RunFolder:
+    return ingestion_folder(ingest_id or default_ingest_id(sample, mode, worker_url))
+
+
+def ingest_outcome(summary: IngestSummary, total: int | None = None) -> Outcome:
+    out = Outcome("ingest", unit="session", total=total, done=len(summary.ingested), skipped=summary.skipped)
+    out.add_failures(f"{r.content_session_id}: {r.error}" for r in summary.failed)
+    out.stopped = getattr(summary, "aborted", None)
+    zero = summary.zero_observation_sessions
+    if zero:
+        out.notes.append(f"{len(zero)} session(s) produced ZERO observations: "
+                         + ", ".join(r.content_session_id for r in zero))
+    return out
 
 
 def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
-               run_id: str | None = None, force: bool = False, session_timeout: float = 180.0,
+               ingest_id: str | None = None, force: bool = False, session_timeout: float = 180.0,
                poll_interval: float = 3.0, dataset_path: str | None = None,
-               progress: bool | None = None) -> tuple[RunFolder, IngestSummary]:
+               progress: bool | None = None, for_run: RunFolder | None = None) -> tuple[RunFolder, IngestSummary]:
+    """Ingest ``sample`` into the Worker (resumable); returns the ingestion folder and a summary.
+
+    A recorded ingestion is reused only while the Worker still holds it (see module doc).
+    ``for_run``: the run this ingestion is for; when it holds results from another Worker,
+    nothing is ingested (:class:`~locomo_kit.worker_identity.WorkerMismatch`).
+    """
+    from locomo_kit.qa.answering import load_answers
+
     conversations, sha = load(sample, dataset_path)
-    run = resolve_run(sample, mode, worker_url, run_id)
-    with connect(worker_url, run) as client:
-        run.update_manifest(parameters={"sample": sample, "mode": mode, "worker_url": worker_url},
-                            dataset={"path": str(dataset_path or default_dataset_path()), "sha256": sha},
-                            ingest={"started_at": utc_now()})
-        summary = ingest(client, conversations, run, mode=mode, session_timeout=session_timeout,
+    ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id)
+    with connect(worker_url, ingestion) as client:
+        if for_run is not None:
+            check_run_worker(for_run, client.identity, has_results=bool(load_answers(for_run)))
+        notes = [] if force else check_ingestion_held(client, ingestion, conversations, mode, client.identity)
+        ingestion.update_manifest(kind="ingestion", worker=client.identity,
+                                  parameters={"sample": sample, "mode": mode, "worker_url": worker_url},
+                                  dataset={"path": str(dataset_path or default_dataset_path()), "sha256": sha},
+                                  ingest={"started_at": utc_now()})
+        summary = ingest(client, conversations, ingestion, mode=mode, session_timeout=session_timeout,
                          poll_interval=poll_interval, force=force, progress=progress)
-        run.update_manifest(ingest={"finished_at": utc_now(), "ingested": len(summary.ingested),
-                                    "failed": len(summary.failed), "skipped": summary.skipped})
-    return run, summary
+        summary.notes = notes  # type: ignore[attr-defined]
+        outcome = ingest_outcome(summary, sum(len(c.sessions) for c in conversations))
+        ingestion.update_manifest(ingest={"finished_at": utc_now(), "ingested": len(summary.ingested),
+                                          "failed": len(summary.failed), "skipped": summary.skipped,
+                                          "outcome": outcome.as_record()})
+    return ingestion, summary
 
 
-def llm_cache_path():
+def llm_cache_path() -> Path:
     from locomo_kit.paths import outputs_dir
 
     return outputs_dir() / "cache" / "llm.sqlite"
 
 
+def _check_ingested(client: WorkerClient, ingestion: RunFolder, conversations: list[Conversation],
+                    mode: str) -> list[str]:
+    """Raise :class:`NotIngested` for a sample the Worker holds nothing of; warn about partial ones."""
+    from locomo_kit import adapter
+
+    warnings = []
+    for conv in conversations:
+        done, total = ingestion_state(ingestion, conv, mode)
+        if done == total:
+            continue
+        project = adapter.project_name(conv.sample_id)
+        held = next(iter(client.iter_observations(project, page_size=1)), None) is not None
+        if not held:
+            raise NotIngested(f"{conv.sample_id} was never ingested into the Worker at {client.base_url} (project "
+                              f"{project} holds no observations): run `locomo-kit ingest --sample {conv.sample_id}` "
+                              f"first (or `locomo-kit run`, which ingests)")
+        if done:
+            warnings.append(f"{conv.sample_id}: only {done} of {total} sessions were ingested")
+        else:
+            warnings.append(f"{conv.sample_id}: ingested outside this kit's records (the Worker holds project "
+                            f"{project}); its completeness is unknown")
+    return warnings
+
+
+def answer_outcome(summary: Any, total: int | None = None) -> Outcome:
+    out = Outcome("answer", unit="question", total=total, done=summary.answered, skipped=summary.skipped)
+    out.add_failures(f"{r.sample_id} q{r.question_index}: {r.error}" for r in summary.records if r.status == "failed")
+    return out
+
+
 def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
-               run_id: str | None = None, answer_model: str = "auto", top_k: int = 8, source: str = "memory",
+               run_id: str | None = None, answer_model: str = "extractive", top_k: int = 8, source: str = "memory",
                include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
-               dataset_path: str | None = None, progress: bool | None = None, llm=None):
-    """Answer every question of ``sample`` (resumable). ``llm`` overrides the model (tests)."""
+               dataset_path: str | None = None, progress: bool | None = None, llm=None,
+               ingest_id: str | None = None, **extra: Any):
+    """Answer every question of ``sample`` (resumable) into the configuration's run folder.
+
+    ``answer_model`` defaults to the offline extractive floor; ``llm`` overrides the model (tests).
+    """
     from locomo_kit.costs import estimate
-    from locomo_kit.dataset import questions
-    from locomo_kit.llm import DEFAULT_ANSWER_MODEL, make_llm, resolve_auto
-    from locomo_kit.qa.answering import AnswerConfig, QARunner
+    from locomo_kit.llm import make_llm
+    from locomo_kit.qa.answering import AnswerConfig, QARunner, load_answers
 
     conversations, sha = load(sample, dataset_path)
-    spec = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL) if llm is None else f"{llm.provider}/{llm.model}"
+    config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
+                        top_k, source, include_adversarial, **extra)
+    spec = config.answer_model
+    if spec == "extractive" and source == "full-context":
+        raise ValueError("full-context answering needs an LLM answerer: pass --answer-model anthropic/<model> "
+                         "or openai/<model> (with --llm-base-url)")
     if llm is None and spec != "extractive":
         llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path())
-    config = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial)
+    answer = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial)
     n = sum(len(questions(c, include_adversarial)) for c in conversations)
     if spec.startswith("anthropic/"):
         per_call = 300 + (top_k * 90 if source == "memory" else 26_000)
         print(estimate("answering (estimate, before cache hits)", spec, n, per_call, 20).line())
-    run = resolve_run(sample, mode, worker_url, run_id)
-    manifest = {"parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
+    run = resolve_run(config, run_id)
+    ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id)
+    manifest = {"kind": "run", "config": config.as_dict(), "config_id": config.key(), "config_label": config.label(),
+                "parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
-                "answer": {"model": spec, "source": source, "top_k": top_k, "prompt_version": config.prompt_version,
-                           "config_key": config.key(), "include_adversarial": include_adversarial,
-                           "started_at": utc_now()}}
+                "answer": {"model": spec, "source": source, "top_k": top_k if source == "memory" else None,
+                           "prompt_version": answer.prompt_version, "config_key": answer.key(),
+                           "include_adversarial": include_adversarial, "started_at": utc_now()}}
+    warnings: list[str] = []
     if source == "memory":
-        with connect(worker_url, run) as client:
-            run.update_manifest(**manifest)
-            summary = QARunner(config, client=client, llm=llm).run(run, conversations, concurrency, progress)
+        manifest["ingestion"] = {"id": ingestion.run_id, "path": str(ingestion.path)}
+        with connect(worker_url, ingestion) as client:
+            check_run_worker(run, client.identity, has_results=bool(load_answers(run)))
+            warnings = _check_ingested(client, ingestion, conversations, mode)
+            run.update_manifest(worker=client.identity, **manifest)
+            summary = QARunner(answer, client=client, llm=llm).run(run, conversations, concurrency, progress)
     else:
         run.create().update_manifest(**manifest)
-        summary = QARunner(config, llm=llm).run(run, conversations, concurrency, progress)
+        summary = QARunner(answer, llm=llm).run(run, conversations, concurrency, progress)
+    outcome = answer_outcome(summary, n)
+    outcome.notes += warnings
     usage = {"input_tokens": sum(r.input_tokens for r in summary.records if not r.cached),
              "output_tokens": sum(r.output_tokens for r in summary.records if not r.cached)}
     run.update_manifest(answer={"finished_at": utc_now(), "answered": summary.answered, "failed": summary.failed,
-                                "skipped": summary.skipped, "usage_this_call": usage})
+                                "skipped": summary.skipped, "usage_this_call": usage,
+                                "outcome": outcome.as_record()})
+    summary.outcome = outcome  # type: ignore[attr-defined]
     return run, summary
+
+
+def _answer_key(run: RunFolder, config_key: str | None) -> str | None:
+    """The answer configuration this run folder was made for (explicit, never "the latest")."""
+    return config_key or run.manifest().get("answer", {}).get("config_key")
 
 
 def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, config_key: str | None = None):
@@ -115,38 +237,59 @@ def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, conf
     from locomo_kit.scoring.score_run import score_answers
 
     conversations, _ = load(sample, dataset_path)
-    answers = load_answers(run, config_key)
+    answers = load_answers(run, _answer_key(run, config_key))
     if not answers:
-        raise RuntimeError(f"No answers in {run.path}: run `locomo-kit answer --sample {sample}` first")
+        raise StageFailed(Outcome("score", unit="answer", stopped=f"no answers in {run.path}: answering produced "
+                                  f"nothing (run `locomo-kit answer --sample {sample}` and read its errors)"))
     scores = score_answers(run, answers, conversations)
+    outcome = Outcome("score", unit="answer", total=len(answers), done=len(scores))
     run.update_manifest(scoring={"scored_at": utc_now(), "questions": len(scores),
-                                 "config_key": answers[0]["config_key"]})
+                                 "config_key": answers[0]["config_key"], "outcome": outcome.as_record()})
     return scores
 
 
-def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str = "auto", runs: int | None = None,
+def judge_outcome(judgements: list, protocol: str, total: int, skipped: int) -> Outcome:
+    out = Outcome(f"judge ({protocol})", unit="question", total=total, skipped=skipped)
+    for j in judgements:
+        if getattr(j, "n_ok", 1):
+            out.done += 1
+        else:
+            errors = [r.get("error") for r in getattr(j, "runs", []) if r.get("error")]
+            out.add_failure(f"{j.sample_id} q{j.question_index}: {errors[0] if errors else 'no valid judge run'}")
+    return out
+
+
+def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str | None = None, runs: int | None = None,
               llm_base_url: str | None = None, config_key: str | None = None, llm=None, progress: bool | None = None):
-    """Judge saved answers; returns the judgements made now (None when no judge model is available)."""
+    """Judge saved answers; returns the judgements made now (None when no judge model is given).
+
+    ``judge_model`` None (the default) judges nothing: judging costs money, so it runs only when a
+    model is named (``anthropic/…``, ``openai/…``, or ``auto``: Anthropic when a key is set).
+    """
     from locomo_kit.costs import estimate
     from locomo_kit.llm import DEFAULT_JUDGE_MODEL, make_llm, resolve_auto
     from locomo_kit.qa.answering import load_answers
     from locomo_kit.scoring.judge import Judge, judge_answers
 
+    if runs is not None:
+        check_range("judge runs", runs, JUDGE_RUNS_RANGE)
     if llm is None:
-        spec = resolve_auto(judge_model, DEFAULT_JUDGE_MODEL)
+        spec = resolve_auto(judge_model, DEFAULT_JUDGE_MODEL) if judge_model else "extractive"
         if spec == "extractive":
             return None
         llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path())
     judge = Judge(llm, protocol=protocol, runs=runs)
-    answers = [a for a in load_answers(run, config_key) if a["category"] != 5]
+    answers = [a for a in load_answers(run, _answer_key(run, config_key)) if a["category"] != 5]
     if judge.model.startswith("anthropic/"):
         print(estimate(f"judging ({protocol}, estimate)", judge.model, len(answers) * judge.runs, 450, 60).line())
     judgements = judge_answers(run, judge, answers, progress)
+    judgeable = [a for a in answers if a.get("gold")]
+    outcome = judge_outcome(judgements, protocol, len(judgeable), len(judgeable) - len(judgements))
     usage = {"input_tokens": sum(r["input_tokens"] for j in judgements for r in j.runs if not r["cached"]),
              "output_tokens": sum(r["output_tokens"] for j in judgements for r in j.runs if not r["cached"])}
     run.update_manifest(judge={protocol: {"model": judge.model, "runs": judge.runs, "prompt_version": judge.prompt_version,
                                           "temperature_requested": judge.temperature, "judged_at": utc_now(),
-                                          "usage_this_call": usage}})
+                                          "usage_this_call": usage, "outcome": outcome.as_record()}})
     return judgements
 
 
@@ -158,26 +301,62 @@ def run_report(run: RunFolder, sample: str, dataset_path: str | None = None):
     return build_report(run, conversations)
 
 
+@dataclass
+class PipelineResult:
+    run: RunFolder
+    report: Path | None
+    figures: list[Path]
+    summary: dict | None
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(o.ok for o in self.outcomes)
+
+
 def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript", run_id: str | None = None,
             answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
-            dataset_path: str | None = None, progress: bool | None = None, log=print):
-    """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report."""
+            dataset_path: str | None = None, progress: bool | None = None, log: Callable[[str], None] = print,
+            ingest_id: str | None = None, **extra: Any) -> PipelineResult:
+    """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
+
+    Each stage logs its one-line outcome. A stage that produced nothing raises
+    :class:`~locomo_kit.outcome.StageFailed` (no report is written); partial results are reported
+    with a banner at the top of the report, and ``result.ok`` is False.
+    """
     from locomo_kit.llm import make_llm
 
+    check_range("top_k", top_k, TOP_K_RANGE)
+    if judge_runs is not None:
+        check_range("judge runs", judge_runs, JUDGE_RUNS_RANGE)
     for spec in (answer_model, judge_model):  # a missing key or SDK fails now, before any work is done
         if spec and spec not in ("extractive", "auto"):
             make_llm(spec, base_url=llm_base_url)
-    run, ingest_summary = run_ingest(sample, worker_url, mode, run_id, dataset_path=dataset_path, progress=progress)
-    for line in ingest_summary.lines():
-        log(line)
+    outcomes: list[Outcome] = []
+    config = run_config(sample, worker_url, mode, answer_model, top_k, **extra)
+    run = resolve_run(config, run_id)
+    _, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id, dataset_path=dataset_path, progress=progress,
+                                   for_run=run)
+    for note in getattr(ingest_summary, "notes", []):
+        log(note)
+    conversations, _ = load(sample, dataset_path)
+    ingested = ingest_outcome(ingest_summary, sum(len(c.sessions) for c in conversations))
+    outcomes.append(ingested)
+    log(ingested.line())
+    ingested.raise_if_empty()
     _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
-                            dataset_path=dataset_path, progress=progress)
-    log(answers.line())
+                            dataset_path=dataset_path, progress=progress, ingest_id=ingest_id, **extra)
+    outcomes.append(answers.outcome)
+    log(answers.outcome.line())
+    answers.outcome.raise_if_empty()
     scores = run_score(run, sample, dataset_path)
-    log(f"scored {len(scores)} answers")
+    log(f"score ok: {len(scores)} answers scored")
     if judge_model:
-        made = run_judge(run, judge_protocol, judge_model, judge_runs, llm_base_url, progress=progress)
-        log(f"judged {len(made or [])} answers ({judge_protocol})")
+        run_judge(run, judge_protocol, judge_model, judge_runs, llm_base_url, progress=progress)
+        judged = Outcome(**{k: v for k, v in run.manifest()["judge"][judge_protocol]["outcome"].items()
+                            if k not in ("ok", "not_attempted")})
+        outcomes.append(judged)
+        log(judged.line())
     report, figures, summary = run_report(run, sample, dataset_path)
-    return run, report, figures, summary
+    return PipelineResult(run, report, figures, summary, outcomes)

@@ -1,5 +1,10 @@
 """Run folders: ``outputs/runs/<run_id>/`` with a manifest and append-only JSONL records.
 
+One run is one configuration: a run's id derives from everything that changes its results
+(:class:`RunConfig`), so ``--top-k 4`` and ``--top-k 8`` are two runs with two reports.
+Ingestion is shared by the runs that use the same sample, mode and Worker: it lives in
+``outputs/ingestions/<ingest_id>/`` (``ingest.jsonl``, and the embedded Worker's database).
+
 Each stage appends one record per item as soon as the item is done (flushed and fsynced), and
 skips items already recorded for the same configuration, so a crash or Ctrl-C loses at most the
 item in flight and rerunning the same command resumes.
@@ -7,6 +12,7 @@ item in flight and rerunning the same command resumes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -14,6 +20,7 @@ import re
 import subprocess
 import sys
 import warnings
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -32,33 +39,77 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80] or "run"
 
 
-def default_run_id(sample: str, mode: str, worker_url: str) -> str:
-    """Deterministic, so that the same command resumes the same run."""
-    worker = "embedded" if worker_url == "embedded" else slug(worker_url.split("://")[-1])
-    return slug(f"{sample}-{mode}-{worker}")
+def worker_slug(worker_url: str) -> str:
+    if worker_url == "embedded":
+        return f"embedded-{embedded_embedder()}"
+    return slug(worker_url.split("://")[-1])
+
+
+def embedded_embedder() -> str:
+    """The embedder the embedded memworker uses (it changes what the Worker stores)."""
+    return os.environ.get("LOCOMO_EMBEDDER", "minilm")
+
+
+def default_ingest_id(sample: str, mode: str, worker_url: str) -> str:
+    """Deterministic, so that every run on the same sample, mode and Worker reuses one ingestion."""
+    return slug(f"{sample}-{mode}-{worker_slug(worker_url)}")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that changes a run's results. Its :meth:`run_id` names the run folder.
+
+    ``extra`` holds further result-changing parameters by name (query strategy, context budget,
+    gold key …): a value that is not None changes the id; None leaves ids as they were.
+    """
+
+    sample: str = "conv-26"
+    mode: str = "transcript"
+    worker_url: str = "embedded"
+    answer_model: str = "extractive"  # resolved: extractive, anthropic/<m>, openai/<m>, fake/<m>
+    top_k: int = 8
+    source: str = "memory"  # memory | full-context
+    include_adversarial: bool = False
+    answer_prompt_version: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"sample": self.sample, "mode": self.mode, "worker_url": self.worker_url,
+                             "answer_model": self.answer_model, "source": self.source,
+                             "top_k": self.top_k if self.source == "memory" else None,
+                             "include_adversarial": self.include_adversarial,
+                             "answer_prompt_version": self.answer_prompt_version}
+        if self.worker_url == "embedded":
+            d["embedder"] = embedded_embedder()
+        d.update({k: v for k, v in sorted(self.extra.items()) if v is not None})
+        return d
+
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+    def label(self) -> str:
+        """Human-readable: ``extractive, top_k 8, memory`` (what the report's title names)."""
+        parts = [self.answer_model, f"top_k {self.top_k}" if self.source == "memory" else "full conversation"]
+        parts += [f"{k} {v}" for k, v in sorted(self.extra.items()) if v is not None]
+        return ", ".join(parts)
+
+    def run_id(self) -> str:
+        model = self.answer_model.split("/")[-1]
+        where = f"k{self.top_k}" if self.source == "memory" else "fullctx"
+        return slug(f"{self.sample}-{self.mode}-{worker_slug(self.worker_url)}-{model}-{where}")[:70] + f"-{self.key()}"
 
 
 def runs_root() -> Path:
     return outputs_dir() / "runs"
 
 
-def latest_run(sample: str | None = None) -> "RunFolder | None":
-    """The most recently updated run (optionally for ``sample``), or None."""
-    root = runs_root()
-    if not root.is_dir():
-        return None
-    candidates = []
-    for d in root.iterdir():
-        manifest = d / "manifest.json"
-        if not manifest.is_file():
-            continue
-        try:
-            data = json.loads(manifest.read_text())
-        except json.JSONDecodeError:
-            continue
-        if sample is None or data.get("parameters", {}).get("sample") == sample:
-            candidates.append((manifest.stat().st_mtime, d.name))
-    return RunFolder(max(candidates)[1]) if candidates else None
+def ingestions_root() -> Path:
+    return outputs_dir() / "ingestions"
+
+
+def ingestion_folder(ingest_id: str) -> "RunFolder":
+    """The folder of one ingestion (records, and the embedded Worker's database)."""
+    return RunFolder(ingest_id, root=ingestions_root())
 
 
 def git_commit() -> str | None:
@@ -82,6 +133,8 @@ def package_versions() -> dict[str, str | None]:
 
 class RunFolder:
     def __init__(self, run_id: str, root: Path | None = None) -> None:
+        if not run_id or "/" in run_id or run_id in (".", ".."):
+            raise ValueError(f"a run id is a folder name, got {run_id!r}")
         self.run_id = run_id
         self.path = (root or runs_root()) / run_id
 

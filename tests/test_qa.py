@@ -65,10 +65,11 @@ def test_diagnostics_exact_and_text():
 
 
 def test_memory_qa_end_to_end_resumes_and_scores(dataset):
-    run, _ = run_ingest("conv-26", "embedded")
-    run2, summary = run_answer("conv-26", "embedded")
+    ingestion, _ = run_ingest("conv-26", "embedded")
+    run, summary = run_answer("conv-26", "embedded")
     conv = get_conversation(dataset, "conv-26")
-    assert run2.path == run.path and summary.answered == len(questions(conv)) == 152 and summary.failed == 0
+    assert run.manifest()["ingestion"]["id"] == ingestion.run_id
+    assert summary.answered == len(questions(conv)) == 152 and summary.failed == 0 and summary.outcome.ok
     rec = json.loads((run.path / "answers.jsonl").read_text().splitlines()[0])
     assert rec["answerer"] == "extractive" and rec["answerer_label"] == LABEL
     assert rec["retrieved"] and rec["search_latency_ms"] > 0 and rec["top_k"] == 8 and rec["memories_used"] <= 8

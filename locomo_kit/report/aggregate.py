@@ -83,9 +83,9 @@ def mem0_j(judgements: list[dict]) -> list[dict]:
 
 def summarize_run(run: RunFolder) -> dict[str, Any]:
     manifest = run.manifest()
-    answers = load_answers(run)
+    answers = load_answers(run, manifest.get("answer", {}).get("config_key"))
     if not answers:
-        raise RuntimeError(f"No answers in {run.path}: run ingestion and answering first (locomo-kit run)")
+        raise RuntimeError(f"No answers in {run.path}: nothing to report (answer first: locomo-kit run)")
     key = answers[0]["config_key"]
     scores = load_scores(run, key)
     if len(scores) != len(answers):

@@ -27,26 +27,43 @@ def _save(fig, path: Path) -> Path:
 
 
 def categories_vs_baselines(summary: dict[str, Any], path: Path) -> Path:
-    """Mem0-style J when the run was judged with the mem0 protocol, else Mem0's F1 (computed the same way)."""
+    """This run's per-category score with its 95% interval beside the Mem0 paper's: Mem0-style J
+    (the judge named) when the run was judged with the mem0 protocol, else Mem0's set-based F1."""
     j_rows = {r["category"]: r for r in summary["judge"]["mem0"]}
+    judges = [m for p, m, _, _ in summary["judge"]["models"] if p == "mem0"]
     if any(isinstance(k, int) for k in j_rows):
-        ours, baselines, metric = j_rows, MEM0_J, "J (%), Mem0 protocol"
+        ours, baselines = j_rows, MEM0_J
+        metric = f"J (%), Mem0 protocol, judged by {judges[0] if judges else 'unknown'}"
     else:
         ours, baselines, metric = {r["category"]: r for r in summary["mem0_f1"]}, MEM0_F1, "F1 (%), Mem0's set-based F1"
-    systems = [("this run: " + summary["answerer"].split(" ")[0], [ours.get(c, {}).get("mean") for c in CATS])]
-    systems += [(b.system, [b.values.get(c) for c in CATS]) for b in baselines if any(c in b.values for c in CATS)]
-    fig, ax = plt.subplots(figsize=(10, 4.8))
+    n = summary["questions"]
+    convs = len(summary["samples"])
+    ours_label = (f"this run: {summary['answerer'].split(' ')[0]}, {convs} conversation{'s' if convs > 1 else ''}, "
+                  f"{n} questions (95% CI)")
+    systems = [(ours_label, [ours.get(c, {}).get("mean") for c in CATS])]
+    systems += [(f"{b.system} (Mem0 paper, 10 conversations)", [b.values.get(c) for c in CATS])
+                for b in baselines if any(c in b.values for c in CATS)]
+    fig, ax = plt.subplots(figsize=(10, 5.2))
     width = 0.8 / len(systems)
     palette = ["#C44E52"] + sns.color_palette("Greys", len(systems) + 1)[1:]
     x = np.arange(len(CATS))
     for i, (name, vals) in enumerate(systems):
-        ax.bar(x + i * width - 0.4 + width / 2, [v if v is not None else 0 for v in vals], width,
-               label=name, color=palette[i], edgecolor="black", linewidth=0.4, hatch="//" if i == 0 else None)
+        heights = [v if v is not None else 0 for v in vals]
+        pos = x + i * width - 0.4 + width / 2
+        ax.bar(pos, heights, width, label=name, color=palette[i], edgecolor="black", linewidth=0.4,
+               hatch="//" if i == 0 else None)
+        if i == 0:  # this run's 95% interval (bootstrap for F1, Wilson for J labels)
+            lows = [ours.get(c, {}).get("ci_low") for c in CATS]
+            highs = [ours.get(c, {}).get("ci_high") for c in CATS]
+            err = np.array([[max(0.0, h - lo) if lo is not None else 0 for h, lo in zip(heights, lows)],
+                            [max(0.0, hi - h) if hi is not None else 0 for h, hi in zip(heights, highs)]])
+            ax.errorbar(pos, heights, yerr=err, fmt="none", ecolor="black", capsize=4, linewidth=1.2)
     ax.set_xticks(x, CAT_LABELS)
     ax.set_xlabel("LoCoMo category id (names as in the official code)")
-    ax.set_ylabel(metric)
-    ax.set_title(f"Per category: this run vs the Mem0 paper ({metric}; published answerer gpt-4o-mini)")
-    ax.legend(fontsize=8, ncol=2)
+    ax.set_ylabel(metric if len(metric) < 40 else metric.split(",")[0])
+    ax.set_title(f"Per category: this run vs the Mem0 paper\n{metric}; Mem0's answerer and judge: gpt-4o-mini",
+                 fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
     ax.set_ylim(0, 100)
     return _save(fig, path)
 

@@ -8,6 +8,7 @@ from typing import Any
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
 from locomo_kit.report.aggregate import summarize_run
 from locomo_kit.report.baselines import FOOTNOTES, LOCOMO_F1, MEM0_F1, MEM0_J, MEM0_LABELLING, MEM0_LATENCY
+from locomo_kit.report.completeness import banners
 from locomo_kit.report.errors import analyse
 from locomo_kit.report.figures import write_figures
 from locomo_kit.runs import RunFolder, utc_now
@@ -59,7 +60,9 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     diag = _by_cat(s["diagnostics"])
     label = s["answerer_label"]
     floor = s["answerer"] == "extractive"
-    lines = [f"# LoCoMo report: {s['run_id']}", ""]
+    config = m.get("config_label") or f"{s['answerer']}, top_k {s['top_k']}"
+    lines = [f"# LoCoMo report: {s['run_id']}", "", f"Configuration: **{config}** (run id `{s['run_id']}`).", ""]
+    lines += banners(run, conversations, s)
     coverage = diag.get("overall", {}).get("coverage@8")
     lines += [f"**Summary.** {', '.join(s['samples'])}: {s['questions']} questions answered by {label} from "
               f"{'memories retrieved from ' + str(m.get('worker', {}).get('name', 'the Worker')) if s['source'] == 'memory' else 'the full conversation'}"
@@ -76,6 +79,8 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     facts = [["run id", s["run_id"]], ["worker", f"{worker.get('name', '–')} {worker.get('version') or ''} ({worker.get('url', '–')})"],
              ["ingestion mode", str(m.get("parameters", {}).get("mode", "–"))],
              ["answer source", s["source"]], ["answerer", label], ["top_k", _f(s["top_k"])],
+             ["configuration id", str(m.get("config_id", "–"))],
+             ["ingestion", str(m.get("ingestion", {}).get("id", "–"))],
              ["answer prompt version", s["prompt_version"]],
              ["judge", "; ".join(f"{p}: {jm}, prompt {pv}, {n} runs" for p, jm, pv, n in judges) or "not judged"],
              ["dataset sha256", str(m.get("dataset", {}).get("sha256", "–"))],

@@ -1,0 +1,132 @@
+"""A Worker's identity (what answers, with which settings, holding what) and the checks that keep
+results from one Worker from being reused for another.
+
+- :func:`check_run_worker`: a run's answers came from one Worker identity (name, version, settings,
+  instance id); when the Worker now answering differs, the run stops with the differences instead
+  of mixing the two.
+- :func:`check_ingestion_held`: before reusing a recorded ingestion, the Worker must still hold the
+  project's observations. A Worker that holds none of them (restarted on an empty database) is
+  ingested again; one that holds fewer than were recorded stops with what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from locomo_kit import adapter
+from locomo_kit.dataset import Conversation
+from locomo_kit.runs import RunFolder, utc_now
+from locomo_kit.worker_client import WorkerClient
+
+INGEST_FILE = "ingest.jsonl"
+# settings that say where a Worker runs, not what it answers
+PLACEMENT_SETTINGS = frozenset({"host", "port", "db_path", "token", "llm_api_key", "log_level", "max_body_bytes"})
+
+
+class WorkerMismatch(RuntimeError):
+    """The Worker now answering is not the one a run's or an ingestion's records came from."""
+
+
+def worker_identity(worker_url: str, base_url: str, health: dict) -> dict[str, Any]:
+    """What identifies a Worker's results: URL (not for the embedded one, whose port changes),
+    name, version, settings and, where the Worker reports one, its instance id."""
+    ident = {"url": "embedded" if worker_url == "embedded" else base_url,
+             "name": health.get("name") or ("memworker" if worker_url == "embedded" else "claude-mem"),
+             "version": health.get("version"), "settings": _result_settings(health.get("settings"))}
+    instance = health.get("instance_id") or health.get("instanceId")
+    if instance:
+        ident["instance_id"] = instance
+    return ident
+
+
+def _result_settings(settings: Any) -> Any:
+    if not isinstance(settings, dict):
+        return settings
+    return {k: v for k, v in settings.items() if k not in PLACEMENT_SETTINGS}
+
+
+def identity_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Human-readable differences between two identities (empty when they are the same Worker)."""
+    changes = []
+    for key in ("url", "name", "version", "instance_id"):
+        if old.get(key) is not None and new.get(key) is not None and old[key] != new[key]:
+            changes.append(f"{key} {old[key]} → {new[key]}")
+    a, b = old.get("settings") or {}, new.get("settings") or {}
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                changes.append(f"setting {key} {json.dumps(a.get(key))} → {json.dumps(b.get(key))}")
+    elif a != b:
+        changes.append("settings changed")
+    return changes
+
+
+def check_run_worker(run: RunFolder, identity: dict[str, Any], has_results: bool) -> None:
+    """Raise :class:`WorkerMismatch` when ``run`` already holds results from another Worker."""
+    recorded = run.manifest().get("worker")
+    if not has_results or not recorded:
+        return
+    changes = identity_changes(recorded, identity)
+    if changes:
+        raise WorkerMismatch(
+            f"run {run.run_id} holds results from another Worker ({'; '.join(changes[:4])}"
+            f"{'; …' if len(changes) > 4 else ''}): they are not reused for this one. Give this Worker its own run "
+            f"with --run-id NAME (or delete {run.path} to start this run again).")
+
+
+def _done_sessions(ingestion: RunFolder, sample_id: str, mode: str) -> dict[int, dict]:
+    done: dict[int, dict] = {}
+    for rec in ingestion.records(INGEST_FILE):
+        if rec.get("sample_id") != sample_id:
+            continue
+        if rec.get("kind") == "reset":
+            done.clear()
+        elif rec.get("mode") == mode and rec.get("status") == "ok":
+            done[int(rec["session"])] = rec
+    return done
+
+
+def check_ingestion_held(client: WorkerClient, ingestion: RunFolder, conversations: list[Conversation], mode: str,
+                         identity: dict[str, Any]) -> list[str]:
+    """Check that the Worker still holds what ``ingestion`` recorded, conversation by conversation.
+
+    Returns one line per conversation to ingest again (a reset record is appended, so the next
+    ingestion sends every session again); raises :class:`WorkerMismatch` when the Worker holds part
+    of it or is another instance holding other data.
+    """
+    recorded = ingestion.manifest().get("worker") or {}
+    old_instance, new_instance = recorded.get("instance_id"), identity.get("instance_id")
+    notes = []
+    for conv in conversations:
+        done = _done_sessions(ingestion, conv.sample_id, mode)
+        if not done:
+            continue
+        project = adapter.project_name(conv.sample_id)
+        expected = sum(int(r.get("observations") or 0) for r in done.values())
+        held = sum(1 for _ in client.iter_observations(project))
+        other_instance = bool(old_instance and new_instance and old_instance != new_instance)
+        if held == 0:
+            why = (f"the Worker at {client.base_url} holds none of {project}'s {expected} observations recorded at "
+                   f"ingestion" + (f" (another instance: {old_instance} → {new_instance})" if other_instance else ""))
+            ingestion.append(INGEST_FILE, {"kind": "reset", "sample_id": conv.sample_id, "project": project,
+                                           "deleted_observations": 0, "generation": uuid.uuid4().hex[:12],
+                                           "reason": why, "at": utc_now()})
+            notes.append(f"{why}: ingesting {conv.sample_id} again")
+        elif other_instance:
+            raise WorkerMismatch(
+                f"the Worker at {client.base_url} is another instance ({old_instance} → {new_instance}) holding "
+                f"{held} observations of {project}: run `locomo-kit ingest --sample {conv.sample_id} --force` to "
+                "forget them and ingest again")
+        elif held < expected:
+            raise WorkerMismatch(
+                f"the Worker at {client.base_url} holds {held} observations of {project}, fewer than the {expected} "
+                f"recorded at ingestion (it lost data since): run `locomo-kit ingest --sample {conv.sample_id} "
+                "--force` to forget the project and ingest again")
+    return notes
+
+
+def ingestion_state(ingestion: RunFolder, conv: Conversation, mode: str) -> tuple[int, int]:
+    """(sessions recorded ok, sessions in the conversation)."""
+    return len(_done_sessions(ingestion, conv.sample_id, mode)), len(conv.sessions)

@@ -1,0 +1,76 @@
+"""The library and notebook experience: a public API, a per-question export, honest figures."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pandas as pd
+import pytest
+
+import locomo_kit
+from locomo_kit.cli import main
+from locomo_kit.llm import ScriptedLLM
+from locomo_kit.report import figures
+
+
+def test_public_api():
+    for name in ("load", "ingest", "answer", "score", "judge", "report", "export"):
+        assert name in locomo_kit.__all__ and callable(getattr(locomo_kit, name))
+    importlib.import_module("locomo_kit.report.markdown")  # a submodule import must not hide the function
+
+    assert callable(locomo_kit.report) and callable(locomo_kit.ingest) and callable(locomo_kit.export)
+
+
+def test_progress_bars_have_their_widgets():
+    import ipywidgets  # noqa: F401  (tqdm.auto draws JupyterLab progress bars with it; without it: TqdmWarning)
+    from tqdm.notebook import IProgress
+
+    assert IProgress is not None
+
+
+@pytest.fixture(scope="module")
+def judged_run(tmp_path_factory, dataset_path):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path_factory.mktemp("outputs")))
+    mp.setenv("LOCOMO_EMBEDDER", "hashing")
+    mp.setenv("CI", "1")
+    assert main(["run", "--sample", "conv-30", "--run-id", "exp"]) == 0
+    run = locomo_kit.RunFolder("exp")
+    labels = iter(["CORRECT", "WRONG", "CORRECT"] * 1000)
+    locomo_kit.judge(run, "mem0", runs=2, llm=ScriptedLLM(lambda s, p: json.dumps({"label": next(labels)}),
+                                                          model="judge-z"), progress=False)
+    yield run
+    mp.undo()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_one_row_per_question_with_every_score(judged_run, fmt, capsys):
+    out = judged_run.path / f"q.{fmt}"
+    assert main(["export", "exp", "--format", fmt, "--output", str(out)]) == 0
+    assert f"{out}: 81 rows" in capsys.readouterr().out
+    frame = pd.read_csv(out) if fmt == "csv" else pd.read_parquet(out)
+    assert len(frame) == 81 and frame[["sample_id", "question_index"]].drop_duplicates().shape[0] == 81
+    for col in ("question", "gold", "prediction", "top_k", "locomo_f1", "mem0_f1", "bleu1", "evidence_coverage@8",
+                "answer_in_context", "j_mem0", "j_mem0_judge"):
+        assert col in frame.columns, col
+    assert set(frame["j_mem0_judge"]) == {"fake/judge-z"} and frame["locomo_f1"].between(0, 1).all()
+
+
+def test_export_without_a_run_is_a_clear_error(capsys):
+    assert main(["export", "no-such-run"]) == 1
+    assert "No run at" in capsys.readouterr().err
+
+
+def test_category_figure_has_intervals_and_names_the_judge(judged_run, monkeypatch, tmp_path):
+    from locomo_kit.report.aggregate import summarize_run
+
+    shown = {}
+    monkeypatch.setattr(figures, "_save", lambda fig, path: shown.setdefault("fig", fig) and path)
+    figures.categories_vs_baselines(summarize_run(judged_run), tmp_path / "c.png")
+    ax = shown["fig"].axes[0]
+    assert any(type(c).__name__ == "ErrorbarContainer" for c in ax.containers)
+    assert "judged by fake/judge-z" in ax.get_title()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend[0].startswith("this run") and "1 conversation, 81 questions (95% CI)" in legend[0]
+    assert all("10 conversations" in t for t in legend[1:])

@@ -1,0 +1,177 @@
+"""One run is one configuration, and a run that failed never looks like a result (issue 10).
+
+Each test is one of the failures a new user met: reports describing another configuration,
+failed stages exiting 0 over an old report, a different Worker on the same URL reusing old
+results, answering a sample never ingested, unchecked arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from claude_mem_standin import serve
+from llm_standins import Script, anthropic_app
+from locomo_kit import embedded
+from locomo_kit.cli import main
+from locomo_kit.embedded import EmbeddedWorker
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch, dataset_path):
+    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
+    monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")
+    monkeypatch.setenv("CI", "1")
+
+
+def reports_in(out: str) -> list[str]:
+    return re.findall(r"^report:\s+(\S+)", out, flags=re.M)
+
+
+def test_each_top_k_is_its_own_run_with_its_own_report(capsys):
+    outs = []
+    for k in ("4", "8", "4"):
+        assert main(["run", "--sample", "conv-30", "--top-k", k]) == 0
+        outs.append(capsys.readouterr().out)
+    paths = [reports_in(o)[0] for o in outs]
+    assert paths[0] == paths[2] and paths[0] != paths[1]
+    for path, k in zip(paths, (4, 8, 4)):
+        text = Path(path).read_text()
+        assert f"| top_k | {k} |" in text and f"top_k {k}" in text.split("## Run facts")[0]
+        manifest = json.loads((Path(path).parent / "manifest.json").read_text())
+        assert manifest["config"]["top_k"] == k and manifest["answer"]["top_k"] == k
+        answers = [json.loads(l) for l in (Path(path).parent / "answers.jsonl").read_text().splitlines()]
+        assert {a["top_k"] for a in answers} == {k} and len(answers) == 81
+    assert "0 questions done, 81 already done" in outs[2]  # the same configuration resumes its own run
+    assert "0 sessions done, 19 already done" in outs[1]  # and every run reuses one ingestion
+    assert len(list((Path(paths[0]).parents[2] / "ingestions").iterdir())) == 1
+
+
+def _auth_rejected():
+    return Script([(401, {"type": "error", "error": {"type": "authentication_error",
+                                                     "message": "invalid x-api-key"}})])
+
+
+def test_failed_answers_exit_nonzero_with_the_reason_and_no_report(monkeypatch, capsys):
+    assert main(["run", "--sample", "conv-30"]) == 0  # an earlier, good run of another configuration
+    capsys.readouterr()
+    script = _auth_rejected()
+    with serve(anthropic_app(script)) as url:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-rejected")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+        code = main(["run", "--sample", "conv-30", "--paid"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "official F1" not in out and "report:" not in out
+    assert "invalid x-api-key" in err and "(and 80 more)" in err
+    assert "answer FAILED: 0 questions done, 0 already done, 81 failed" in out
+    paid = [p for p in Path(monkeypatch_outputs()).glob("runs/*claude-opus*")]
+    assert paid and not (paid[0] / "report.md").exists()
+
+
+def monkeypatch_outputs() -> str:
+    import os
+
+    return os.environ["LOCOMO_OUTPUTS_DIR"]
+
+
+def test_partial_answers_are_reported_as_partial_and_exit_nonzero(monkeypatch, capsys):
+    """Every 10th call fails: the report says so at its top, the command exits 1."""
+    from llm_standins import openai_app, openai_completion
+
+    calls = {"n": 0}
+
+    class Flaky(Script):
+        def next(self):
+            calls["n"] += 1
+            if calls["n"] % 10 == 0:
+                return 400, {"error": {"message": "context too long", "type": "invalid_request_error"}}
+            return 200, openai_completion("Caroline")
+
+    with serve(openai_app(Flaky([]))) as url:
+        code = main(["run", "--sample", "conv-30", "--answer-model", "openai/local", "--llm-base-url", url + "/v1"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "context too long" in err and "PARTIAL: official F1" in out
+    text = Path(reports_in(out)[0]).read_text()
+    head = text.split("## Run facts")[0]
+    assert "**PARTIAL RESULTS: 73 of 81 questions were answered; 8 failed" in head
+    assert "context too long" in head
+
+
+def test_a_different_worker_on_the_same_url_never_reuses_old_results(tmp_path, monkeypatch, capsys):
+    first = EmbeddedWorker(tmp_path / "a.db", embedder="hashing")
+    url = first.start()
+    try:
+        assert main(["run", "--sample", "conv-30", "--worker-url", url]) == 0
+    finally:
+        first.stop()
+    report = Path(reports_in(capsys.readouterr().out)[0])
+    before = report.read_text()
+    # the same port, an empty database and other settings
+    monkeypatch.setattr(embedded, "free_port", lambda: first.port)
+    second = EmbeddedWorker(tmp_path / "b.db", embedder="hashing", extra_args=["--w-recency", "0"])
+    second.start()
+    try:
+        assert main(["run", "--sample", "conv-30", "--worker-url", url]) == 1
+        out, err = capsys.readouterr()
+        assert "19 already done" not in out and "ingest" not in out  # stopped before any work
+        assert "another Worker" in err and "w_recency" in err and "--run-id" in err
+        assert report.read_text() == before  # the old report is left as it was, not rewritten as new
+        # given its own run, the new Worker is ingested again (it holds nothing) and answers
+        assert main(["run", "--sample", "conv-30", "--worker-url", url, "--run-id", "recency0"]) == 0
+        out = capsys.readouterr().out
+        assert "holds none of locomo-eval-conv-30's" in out and "ingest ok: " in out
+    finally:
+        second.stop()
+
+
+def test_answering_a_sample_never_ingested_is_an_error(capsys):
+    assert main(["answer", "--sample", "conv-30"]) == 1
+    err = capsys.readouterr().err
+    assert "conv-30 was never ingested" in err and "locomo-kit ingest --sample conv-30" in err
+
+
+@pytest.mark.parametrize("args", [["--top-k", "0"], ["--top-k", "-5"], ["--top-k", "100000"], ["--judge-runs", "0"],
+                                  ["--top-k", "eight"]])
+def test_out_of_range_arguments_are_refused_before_any_work(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--sample", "conv-30", *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert args[0] in err and ("must be from" in err or "not an integer" in err)
+    assert not Path(monkeypatch_outputs()).exists()
+
+
+def test_full_context_without_an_llm_is_a_one_line_error(capsys):
+    assert main(["answer", "--sample", "conv-30", "--source", "full-context"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "full-context answering needs an LLM answerer" in err
+
+
+def test_library_checks_ranges_too():
+    from locomo_kit.pipeline import run_config
+
+    with pytest.raises(ValueError, match="top_k must be an integer from 1 to 100"):
+        run_config("conv-30", top_k=0)
+
+
+def test_money_is_spent_only_when_asked(monkeypatch, capsys):
+    """With a key set, the defaults of `answer`, `score` and the library stay offline."""
+    import inspect
+
+    from locomo_kit import pipeline
+
+    script = Script([(500, {})])
+    with serve(anthropic_app(script)) as url:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-would-spend")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+        assert main(["ingest", "--sample", "conv-30"]) == 0
+        assert main(["answer", "--sample", "conv-30"]) == 0
+        assert main(["score", "--sample", "conv-30"]) == 0
+    assert script.requests == []
+    assert inspect.signature(pipeline.run_answer).parameters["answer_model"].default == "extractive"
+    assert inspect.signature(pipeline.run_judge).parameters["judge_model"].default is None
+    assert inspect.signature(pipeline.run_all).parameters["answer_model"].default == "extractive"
