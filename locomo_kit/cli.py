@@ -53,13 +53,15 @@ def _finish(outcomes, ok_code: int = 0) -> int:
 
 
 def _cmd_data_fetch(args: argparse.Namespace) -> int:
-    from locomo_kit.data_fetch import DataFetchError, fetch_dataset, sha256_file
+    from locomo_kit.data_fetch import DataFetchError, fetch_audit, fetch_dataset, sha256_file
 
     try:
         path = fetch_dataset(source=args.source, force=args.force)
+        print(f"{path} ok (sha256 {sha256_file(path)})")
+        audit = fetch_audit(source=args.audit_source, force=args.force)
+        print(f"{audit} ok (sha256 {sha256_file(audit)})")
     except DataFetchError as exc:
         raise CliError(str(exc)) from None
-    print(f"{path} ok (sha256 {sha256_file(path)})")
     return 0
 
 
@@ -79,7 +81,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         answer_model = answer_model if answer_model != "extractive" else "anthropic/claude-opus-4-6"
         judge_model = judge_model or "anthropic/claude-sonnet-4-6"
     result = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model, judge_model,
-                     args.judge_protocol, args.judge_runs, args.top_k, args.llm_base_url, ingest_id=args.ingest_id)
+                     args.judge_protocol, args.judge_runs, args.top_k, args.llm_base_url, ingest_id=args.ingest_id,
+                     calibration_size=args.calibration_size)
     summary, report = result.summary, result.report
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     done = "" if result.ok else "PARTIAL: "
@@ -130,13 +133,14 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from locomo_kit.scoring import by_category
 
     run = _existing_run(args)
-    scores = run_score(run, args.sample)
+    scores = run_score(run, args.sample, gold=args.gold)
     for row in by_category([(s.category, s.locomo_f1) for s in scores]):
         print(f"{str(row.category):>8} {row.name:<12} n={row.count:<5} official F1 {100 * row.mean:5.1f}% "
               f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
     outcomes = []
     if args.judge_model:
-        run_judge(run, args.judge_protocol, args.judge_model, args.judge_runs, args.llm_base_url)
+        run_judge(run, args.judge_protocol, args.judge_model, args.judge_runs, args.llm_base_url,
+                  gold=args.gold, calibration_size=args.calibration_size)
         record = run.manifest().get("judge", {}).get(args.judge_protocol, {}).get("outcome")
         if record:
             outcomes.append(Outcome(**{k: v for k, v in record.items() if k not in ("ok", "not_attempted")}))
@@ -163,6 +167,37 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from locomo_kit.compare import compare, statements, table_lines, write_comparison
+    from locomo_kit.paths import outputs_dir
+    from locomo_kit.runs import slug
+
+    result = compare(args.runs)
+    print(f"{result['shared_questions']} shared questions (categories 1-4); differences vs {result['runs'][0]['run_id']}; "
+          f"{result['method']['interval']}")
+    print("\n".join(table_lines(result)))
+    for line in statements(result) + result["notes"]:
+        print(line.replace("**", ""))
+    if not args.no_write:
+        folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug("__vs__".join(r["run_id"] for r in result["runs"]))
+        paths = write_comparison(result, folder)
+        print(f"comparison: {paths['markdown']} (+ compare.json, compare.png)")
+    return 0
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    cmp_ = sub.add_parser("compare", help="paired comparison of runs per category, with intervals",
+                          description="Compare runs over the questions they share: per category, each run's official "
+                          "F1, Mem0 F1, J (same judge only), evidence recall, latency, tokens and cost; the paired "
+                          "difference with the first run, a paired-bootstrap 95% interval, the minimal detectable "
+                          "difference, and whether the runs are distinguishable. Reads run folders only.")
+    cmp_.add_argument("runs", nargs="+", metavar="RUN", help="run ids under outputs/runs, or paths to run folders "
+                      "(the first is the baseline)")
+    cmp_.add_argument("--out", help="folder for compare.md/.json/.png (default outputs/compare/<runs>)")
+    cmp_.add_argument("--no-write", action="store_true", help="print only")
+    cmp_.set_defaults(func=_cmd_compare)
+
+
 def _answer_options(p: argparse.ArgumentParser, default_model: str = "extractive") -> None:
     p.add_argument("--answer-model", default=default_model,
                    help=f"extractive (offline, free), anthropic/<model> or openai/<model> (paid/served), or auto "
@@ -173,8 +208,12 @@ def _answer_options(p: argparse.ArgumentParser, default_model: str = "extractive
 
 def _judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-model", help="anthropic/<model> or openai/<model>; judging is skipped without one")
-    p.add_argument("--judge-protocol", choices=["playbook", "mem0"], default="playbook", help="(playbook)")
-    p.add_argument("--judge-runs", type=int_in(1, 50), help="judge runs per question, 1-50 (playbook 10, mem0 3)")
+    p.add_argument("--judge-protocol", choices=["playbook", "mem0", "strict"], default="playbook",
+                   help="playbook (0-100), mem0 (lenient CORRECT/WRONG, Mem0's), strict (CORRECT/WRONG) (playbook)")
+    p.add_argument("--calibration-size", type=int_in(0, 10_000), default=100,
+                   help="questions of the judge calibration set graded in every judged run (100; 0 = none)")
+    p.add_argument("--judge-runs", type=int_in(1, 50),
+                   help="judge runs per question, 1-50 (10 for both protocols, as the Mem0 paper)")
 
 
 def _worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
@@ -238,11 +277,14 @@ def _add_data(sub: argparse._SubParsersAction) -> None:
     data_sub = data.add_subparsers(dest="data_command", required=True)
     fetch = data_sub.add_parser(
         "fetch",
-        help="download or copy locomo10.json into data/ and verify its sha256",
+        help="download or copy locomo10.json and the gold-answer audit into data/ and verify their sha256",
         description="Download the pinned locomo10.json into data/, or copy it from LOCOMO_SOURCE "
-        "(a path or URL); the sha256 is verified either way.",
+        "(a path or URL); likewise the pinned LoCoMo audit (dial481/locomo-audit errors.json) from "
+        "LOCOMO_AUDIT_SOURCE. The sha256 is verified either way.",
     )
     fetch.add_argument("--source", help="path or URL (default: $LOCOMO_SOURCE, else the upstream URL)")
+    fetch.add_argument("--audit-source", help="path or URL of the audit's errors.json (default: $LOCOMO_AUDIT_SOURCE, "
+                       "else a copy beside a local LOCOMO_SOURCE or in ../shared/data, else the pinned URL)")
     fetch.add_argument("--force", action="store_true", help="replace an existing file")
     fetch.set_defaults(func=_cmd_data_fetch)
 
@@ -285,6 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     _answer_options(sc)
     _source_options(sc)
     _judge_options(sc)
+    sc.add_argument("--gold", choices=["original", "audited", "both"], default="both",
+                    help="gold key: original (the released answers, comparable to published numbers), audited "
+                    "(the LoCoMo audit's corrected answers and evidence ids), or both (default)")
     sc.set_defaults(func=_cmd_score)
     rep = sub.add_parser("report", help="write report.md and figures for a run",
                          description="Write report.md and figures/*.png into the run folder from its records.")
@@ -311,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     _judge_options(run)
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
+    _add_compare(sub)
     return parser
 
 

@@ -231,9 +231,12 @@ def _answer_key(run: RunFolder, config_key: str | None) -> str | None:
     return config_key or run.manifest().get("answer", {}).get("config_key")
 
 
-def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, config_key: str | None = None):
-    """Score saved answers (official F1, Mem0 F1/BLEU-1, retrieval diagnostics)."""
+def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, config_key: str | None = None,
+              gold: str = "both"):
+    """Score saved answers (official F1, Mem0 F1/BLEU-1, retrieval diagnostics) under the gold key(s)
+    ``original``, ``audited`` or ``both``; returns the scores of the first key."""
     from locomo_kit.qa.answering import load_answers
+    from locomo_kit.scoring.gold import audit_for, keys_for
     from locomo_kit.scoring.score_run import score_answers
 
     conversations, _ = load(sample, dataset_path)
@@ -241,11 +244,13 @@ def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, conf
     if not answers:
         raise StageFailed(Outcome("score", unit="answer", stopped=f"no answers in {run.path}: answering produced "
                                   f"nothing (run `locomo-kit answer --sample {sample}` and read its errors)"))
-    scores = score_answers(run, answers, conversations)
-    outcome = Outcome("score", unit="answer", total=len(answers), done=len(scores))
-    run.update_manifest(scoring={"scored_at": utc_now(), "questions": len(scores),
+    keys = keys_for(gold)
+    audit = audit_for(conversations, dataset_path) if "audited" in keys else None
+    scores = score_answers(run, answers, conversations, keys, audit)
+    outcome = Outcome("score", unit="answer", total=len(answers), done=len(answers))
+    run.update_manifest(scoring={"scored_at": utc_now(), "questions": len(answers), "gold_keys": list(keys),
                                  "config_key": answers[0]["config_key"], "outcome": outcome.as_record()})
-    return scores
+    return [s for s in scores if s.gold_key == keys[0]]
 
 
 def judge_outcome(judgements: list, protocol: str, total: int, skipped: int) -> Outcome:
@@ -260,8 +265,10 @@ def judge_outcome(judgements: list, protocol: str, total: int, skipped: int) -> 
 
 
 def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str | None = None, runs: int | None = None,
-              llm_base_url: str | None = None, config_key: str | None = None, llm=None, progress: bool | None = None):
-    """Judge saved answers; returns the judgements made now (None when no judge model is given).
+              llm_base_url: str | None = None, config_key: str | None = None, llm=None, progress: bool | None = None,
+              gold: str = "both", calibration_size: int = 100, dataset_path: str | None = None):
+    """Judge saved answers under the gold key(s), and the judge calibration set; returns the answer
+    judgements made now (None when no judge model is given).
 
     ``judge_model`` None (the default) judges nothing: judging costs money, so it runs only when a
     model is named (``anthropic/…``, ``openai/…``, or ``auto``: Anthropic when a key is set).
@@ -269,6 +276,7 @@ def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str | Non
     from locomo_kit.costs import estimate
     from locomo_kit.llm import DEFAULT_JUDGE_MODEL, make_llm, resolve_auto
     from locomo_kit.qa.answering import load_answers
+    from locomo_kit.scoring.gold_judging import audited_answers, calibration_answers
     from locomo_kit.scoring.judge import Judge, judge_answers
 
     if runs is not None:
@@ -280,15 +288,19 @@ def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str | Non
         llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path())
     judge = Judge(llm, protocol=protocol, runs=runs)
     answers = [a for a in load_answers(run, _answer_key(run, config_key)) if a["category"] != 5]
+    extra = audited_answers(answers, gold, dataset_path) + calibration_answers(answers, calibration_size, dataset_path)
     if judge.model.startswith("anthropic/"):
-        print(estimate(f"judging ({protocol}, estimate)", judge.model, len(answers) * judge.runs, 450, 60).line())
+        print(estimate(f"judging ({protocol}, estimate)", judge.model, (len(answers) + len(extra)) * judge.runs,
+                       450, 60).line())
     judgements = judge_answers(run, judge, answers, progress)
+    extra_judgements = judge_answers(run, judge, extra, progress)
     judgeable = [a for a in answers if a.get("gold")]
     outcome = judge_outcome(judgements, protocol, len(judgeable), len(judgeable) - len(judgements))
-    usage = {"input_tokens": sum(r["input_tokens"] for j in judgements for r in j.runs if not r["cached"]),
-             "output_tokens": sum(r["output_tokens"] for j in judgements for r in j.runs if not r["cached"])}
+    usage = {"input_tokens": sum(r["input_tokens"] for j in judgements + extra_judgements for r in j.runs if not r["cached"]),
+             "output_tokens": sum(r["output_tokens"] for j in judgements + extra_judgements for r in j.runs if not r["cached"])}
     run.update_manifest(judge={protocol: {"model": judge.model, "runs": judge.runs, "prompt_version": judge.prompt_version,
                                           "temperature_requested": judge.temperature, "judged_at": utc_now(),
+                                          "gold": gold, "calibration_size": calibration_size,
                                           "usage_this_call": usage, "outcome": outcome.as_record()}})
     return judgements
 
@@ -318,12 +330,13 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
             dataset_path: str | None = None, progress: bool | None = None, log: Callable[[str], None] = print,
-            ingest_id: str | None = None, **extra: Any) -> PipelineResult:
+            ingest_id: str | None = None, calibration_size: int = 100, **extra: Any) -> PipelineResult:
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
 
     Each stage logs its one-line outcome. A stage that produced nothing raises
     :class:`~locomo_kit.outcome.StageFailed` (no report is written); partial results are reported
-    with a banner at the top of the report, and ``result.ok`` is False.
+    with a banner at the top of the report, and ``result.ok`` is False. ``extra``: further
+    result-changing answer parameters (they name the run, see :class:`~locomo_kit.runs.RunConfig`).
     """
     from locomo_kit.llm import make_llm
 
@@ -353,7 +366,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
     scores = run_score(run, sample, dataset_path)
     log(f"score ok: {len(scores)} answers scored")
     if judge_model:
-        run_judge(run, judge_protocol, judge_model, judge_runs, llm_base_url, progress=progress)
+        run_judge(run, judge_protocol, judge_model, judge_runs, llm_base_url, progress=progress,
+                  calibration_size=calibration_size, dataset_path=dataset_path)
         judged = Outcome(**{k: v for k, v in run.manifest()["judge"][judge_protocol]["outcome"].items()
                             if k not in ("ok", "not_attempted")})
         outcomes.append(judged)

@@ -125,8 +125,17 @@ def test_paid_protocol_end_to_end_through_the_sdk(tmp_path, monkeypatch, capsys)
     out = capsys.readouterr().out
     assert "answering (estimate, before cache hits): 81 calls to anthropic/claude-opus-4-6" in out
     models = [r["body"]["model"] for r in script.requests]
-    assert models.count("claude-opus-4-6") == 81 and models.count("claude-sonnet-4-6") == 162
+    # the judge also grades the calibration set and, under the audited key, the questions whose gold it changes
+    from locomo_kit.data_fetch import fetch_audit
+    from locomo_kit.dataset import load_dataset, select
+    from locomo_kit.scoring.calibration import build_calibration_set
+
+    calibration = len(build_calibration_set(select(load_dataset(), "conv-30"), 100))
+    changed = sum(1 for e in json.loads(fetch_audit().read_text())
+                  if e["question_id"].startswith("locomo_1_") and e["error_type"] != "WRONG_CITATION")
+    assert models.count("claude-opus-4-6") == 81 and models.count("claude-sonnet-4-6") == 2 * (81 + calibration + changed)
     text = (tmp_path / "runs" / "paid" / "report.md").read_text()
     assert "playbook: anthropic/claude-sonnet-4-6, prompt judge-playbook-v1, 2 runs" in text
     assert "| overall | 81 | 80.0 |" in text
+    assert "## 2b. Judge calibration" in text and "| playbook | anthropic/claude-sonnet-4-6 | judge-playbook-v1 | gold |" in text
     assert "$" in text.split("## 7. Costs")[1]

@@ -43,7 +43,8 @@ def completeness(run: RunFolder, conversations: list[Conversation], summary: dic
         out["sessions_ingested"] = sum(d for d, _ in states)
         out["sessions_expected"] = sum(t for _, t in states)
     judgeable = sum(1 for a in summary["_answers"].values() if a["category"] != 5 and a.get("gold"))
-    judged = Counter(j["protocol"] for j in summary["_judgements"] if j.get("n_ok"))
+    judged = Counter(p for p, _, _ in {(j["protocol"], j["sample_id"], int(j["question_index"]))
+                                       for j in summary["_judgements"] if j.get("n_ok")})
     out["judged"] = {p: (judged.get(p, 0), judgeable) for p in {j["protocol"] for j in summary["_judgements"]}}
     return out
 
