@@ -44,9 +44,12 @@ def start_lab(folder: Path, outputs: Path, port: int, log: Path) -> subprocess.P
     env.pop("CI", None)  # progress bars on, as for a user
     for key in [k for k in env if k.endswith(("_API_KEY", "_AUTH_TOKEN"))]:
         env.pop(key)
+    settings = folder.parent / "lab-settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))  # every cell in the DOM
     cmd = [str(ROOT / ".venv" / "bin" / "jupyter"), "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
            f"--ServerApp.root_dir={folder}", f"--IdentityProvider.token={TOKEN}", "--LabApp.expose_app_in_browser=True",
-           "--ServerApp.open_browser=False", "--allow-root"]
+           f"--LabApp.user_settings_dir={folder.parent / 'lab-settings'}", "--allow-root"]
     proc = subprocess.Popen(cmd, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -59,37 +62,63 @@ def start_lab(folder: Path, outputs: Path, port: int, log: Path) -> subprocess.P
     raise RuntimeError(f"JupyterLab did not start; see {log}")
 
 
+KERNEL_STATUS = "() => window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel?.status ?? 'none'"
+
+OUTPUTS = """() => {
+    const nb = window.jupyterapp.shell.currentWidget.content;
+    const cells = [];
+    for (let i = 0; i < nb.model.cells.length; i++) {
+        const c = nb.model.cells.get(i);
+        if (c.type !== 'code') continue;
+        cells.push({count: c.executionCount, outputs: c.outputs.toJSON()});
+    }
+    return cells;
+}"""
+
+
 def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) -> dict:
     page.goto(f"{base}/lab/tree/{name}.ipynb?token={TOKEN}")
     page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell')", timeout=120_000)
-    page.wait_for_function("""() => { const s = document.querySelector('.jp-Notebook-ExecutionIndicator, .jp-KernelStatus');
-                                 return !!document.querySelector('.jp-Notebook') }""", timeout=60_000)
-    time.sleep(3)  # let the kernel start
+    page.wait_for_function(f"({KERNEL_STATUS})() === 'idle'", timeout=120_000)
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     start = time.monotonic()
-    time.sleep(2)
+    idle_since = None
     while time.monotonic() - start < timeout_s:
-        busy = page.evaluate("""() => [...document.querySelectorAll('.jp-InputArea-prompt')]
-                                   .some(p => p.textContent.includes('*'))""")
-        if not busy:
+        status = page.evaluate(KERNEL_STATUS)
+        counts = [c["count"] for c in page.evaluate(OUTPUTS)]
+        if status == "idle" and all(counts):
             break
+        if status == "idle" and any(o.get("output_type") == "error" for c in page.evaluate(OUTPUTS) for o in c["outputs"]):
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since > 5:
+                break
         time.sleep(1)
     seconds = round(time.monotonic() - start, 1)
-    result = page.evaluate("""() => {
-        const q = s => [...document.querySelectorAll(s)];
-        const text = q('.jp-RenderedText[data-mime-type="application/vnd.jupyter.stderr"]').map(e => e.innerText);
-        return {
-          cells: q('.jp-CodeCell').length,
-          unrun: q('.jp-CodeCell .jp-InputArea-prompt').filter(p => !/\\[\\d+\\]/.test(p.textContent)).length,
-          errors: q('.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]').map(e => e.innerText.slice(0, 300)),
-          stderr: text.map(t => t.slice(0, 300)),
-          images: q('.jp-OutputArea-output img').length,
-          progress_widgets: q('.jp-OutputArea-output .widget-hprogress, .jp-OutputArea-output progress, .jp-OutputArea-output .widget-progress').length,
-        };
-    }""")
-    result["warnings"] = [t for t in result["stderr"] if "Warning" in t]
-    result["seconds"] = seconds
-    page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+    cells = page.evaluate(OUTPUTS)
+    outputs = [o for c in cells for o in c["outputs"]]
+    stderr = ["".join(o.get("text", "")) for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stderr"]
+    result = {
+        "code_cells": len(cells),
+        "not_run": sum(1 for c in cells if not c["count"]),
+        "errors": [f"{o.get('ename')}: {o.get('evalue')}"[:300] for o in outputs if o.get("output_type") == "error"],
+        "stderr": [t[:300] for t in stderr],
+        "warnings": [t[:300] for t in stderr if "Warning" in t],
+        "figures": sum(1 for o in outputs if "image/png" in o.get("data", {})),
+        "progress_widgets": sum(1 for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})),
+        "seconds": seconds,
+    }
+    dom = page.evaluate("""() => ({images: document.querySelectorAll('.jp-OutputArea-output img').length,
+                                    bars: document.querySelectorAll('.jp-OutputArea-output .widget-hprogress').length})""")
+    result["rendered_images"], result["rendered_progress_bars"] = dom["images"], dom["bars"]
+    page.screenshot(path=str(shots / f"{name}.png"))
+    for i, el in enumerate(page.query_selector_all(".jp-OutputArea-output img")[:3]):
+        el.scroll_into_view_if_needed()
+        el.screenshot(path=str(shots / f"{name}-figure{i + 1}.png"))
+    bars = page.query_selector_all(".jp-OutputArea-output .widget-hprogress")
+    if bars:
+        bars[0].scroll_into_view_if_needed()
+        bars[0].evaluate("e => e.closest('.jp-OutputArea-output').scrollIntoView()")
+        page.screenshot(path=str(shots / f"{name}-progress.png"))
     return result
 
 
@@ -115,15 +144,16 @@ def main() -> int:
                 for name in args.notebooks:
                     results[name] = check_notebook(page, f"http://127.0.0.1:{port}", name, shots, args.timeout)
                     r = results[name]
-                    print(f"{name}: {r['cells']} code cells, {r['unrun']} not run, {len(r['errors'])} errors, "
-                          f"{len(r['warnings'])} warnings, {r['images']} images, {r['progress_widgets']} progress bars "
-                          f"({r['seconds']} s)", flush=True)
+                    print(f"{name}: {r['code_cells']} code cells, {r['not_run']} not run, {len(r['errors'])} errors "
+                          f"{r['errors'][:1]}, {len(r['warnings'])} warnings {r['warnings'][:1]}, {r['figures']} figures "
+                          f"({r['rendered_images']} rendered), {r['progress_widgets']} progress widgets "
+                          f"({r['rendered_progress_bars']} rendered) ({r['seconds']} s)", flush=True)
                 browser.close()
         finally:
             lab.terminate()
             lab.wait(timeout=30)
     (shots / "results.json").write_text(json.dumps(results, indent=2))
-    bad = [n for n, r in results.items() if r["errors"] or r["warnings"] or r["unrun"]]
+    bad = [n for n, r in results.items() if r["errors"] or r["warnings"] or r["not_run"]]
     print(f"screenshots and results.json in {shots}")
     return 1 if bad else 0
 

@@ -15,11 +15,12 @@ from locomo_kit.report import figures
 
 
 def test_public_api():
-    for name in ("load", "ingest", "answer", "score", "judge", "report", "export"):
+    for name in ("load", "ingest", "answer", "score", "judge", "report", "compare", "export"):
         assert name in locomo_kit.__all__ and callable(getattr(locomo_kit, name))
     importlib.import_module("locomo_kit.report.markdown")  # a submodule import must not hide the function
 
-    assert callable(locomo_kit.report) and callable(locomo_kit.ingest) and callable(locomo_kit.export)
+    importlib.import_module("locomo_kit.compare")
+    assert all(callable(f) for f in (locomo_kit.report, locomo_kit.ingest, locomo_kit.export, locomo_kit.compare))
 
 
 def test_progress_bars_have_their_widgets():
