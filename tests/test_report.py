@@ -121,11 +121,15 @@ def test_paid_protocol_end_to_end_through_the_sdk(tmp_path, monkeypatch, capsys)
     with serve(anthropic_app(script)) as url:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
         with pytest.warns(UserWarning, match="temperature"):
-            assert main(["run", "--sample", "conv-30", "--paid", "--judge-runs", "2", "--run-id", "paid"]) == 0
+            assert main(["run", "--sample", "conv-30", "--paid", "--judge-runs", "2", "--run-id", "paid", "--yes"]) == 0
     out = capsys.readouterr().out
-    assert "answering (estimate, before cache hits): 81 calls to anthropic/claude-opus-4-6" in out
+    assert "answering: 81 calls to anthropic/claude-opus-4-6 still needed (0 already done)" in out
+    assert "judging (playbook): 162 calls to anthropic/claude-sonnet-4-6 still needed (0 already done)" in out
     models = [r["body"]["model"] for r in script.requests]
-    assert models.count("claude-opus-4-6") == 81 and models.count("claude-sonnet-4-6") == 162
+    # one preflight call per model (max_tokens 1), before anything else, then the calls themselves
+    assert [r["body"]["max_tokens"] for r in script.requests[:2]] == [1, 1] and models[:2] == ["claude-opus-4-6",
+                                                                                              "claude-sonnet-4-6"]
+    assert models.count("claude-opus-4-6") == 82 and models.count("claude-sonnet-4-6") == 163
     text = (tmp_path / "runs" / "paid" / "report.md").read_text()
     assert "playbook: anthropic/claude-sonnet-4-6, prompt judge-playbook-v1, 2 runs" in text
     assert "| overall | 81 | 80.0 |" in text
