@@ -105,7 +105,7 @@ def _call_settings(args: argparse.Namespace):
                            "(and --max-cost USD to cap it)")
         return input("Spend this? [y/N] ").strip().lower() in ("y", "yes")
 
-    return CallSettings(concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, batch=args.batch,
+    return CallSettings(concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, retries=args.retries, batch=args.batch,
                         poll_interval=args.batch_poll, max_cost=args.max_cost, confirm=confirm)
 
 
@@ -155,6 +155,8 @@ def _call_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rpm", type=float, help="cap on requests per minute (default: none; 429s slow the pool down)")
     g.add_argument("--tpm", type=float, help="cap on input tokens per minute (default: none)")
     g.add_argument("--timeout", type=float, help="seconds per LLM call (default 120)")
+    g.add_argument("--retries", type=int, default=6, help="retries per call on 429/5xx/timeouts (6), with jittered "
+                   "back-off honouring retry-after; a call that still fails stays pending for the next run")
     g.add_argument("--batch", action="store_true", help="Anthropic Message Batches: one batch per stage, half price, "
                    "results within 24 h; a rerun resumes the recorded batch")
     g.add_argument("--batch-poll", type=float, default=30.0, help="seconds between batch status polls (30)")

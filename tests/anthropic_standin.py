@@ -10,7 +10,7 @@ It behaves like the real API where the kit depends on it (shapes as the SDK's ty
   ``^[a-zA-Z0-9_-]{1,64}$``), ``GET …/{id}`` (``in_progress`` until processed, then ``ended`` with
   counts and an absolute ``results_url``), ``GET …/{id}/results`` (JSONL, in shuffled order, only once
   ended), ``POST …/{id}/cancel``. ``hold_batches`` keeps batches in progress until released;
-  ``batch_errors`` makes chosen custom_ids come back ``errored``.
+  ``batch_errors`` makes chosen custom_ids come back ``errored`` (once, but for ``invalid_request_error``).
 Replies come from ``responder(body) -> text``; usage counts about 4 characters a token.
 
 Run as a script to serve it from another process: ``python tests/anthropic_standin.py --port P --latency 1``.
@@ -133,8 +133,10 @@ class AnthropicStandin:
             cid = req["custom_id"]
             if canceled:
                 result = {"type": "canceled"}
-            elif cid in self.batch_errors:
+            elif cid in self.batch_errors:  # a transient error happens once; a rejected request stays rejected
                 kind = self.batch_errors[cid]
+                if kind != "invalid_request_error":
+                    del self.batch_errors[cid]
                 result = {"type": "errored", "error": {"type": "error", "error": {"type": kind, "message": kind}}}
             else:
                 bad = self._validate(req["params"], b["headers"])
