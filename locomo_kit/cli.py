@@ -16,13 +16,15 @@ class CliError(Exception):
 
 
 def _cmd_data_fetch(args: argparse.Namespace) -> int:
-    from locomo_kit.data_fetch import DataFetchError, fetch_dataset, sha256_file
+    from locomo_kit.data_fetch import DataFetchError, fetch_audit, fetch_dataset, sha256_file
 
     try:
         path = fetch_dataset(source=args.source, force=args.force)
+        print(f"{path} ok (sha256 {sha256_file(path)})")
+        audit = fetch_audit(source=args.audit_source, force=args.force)
+        print(f"{audit} ok (sha256 {sha256_file(audit)})")
     except DataFetchError as exc:
         raise CliError(str(exc)) from None
-    print(f"{path} ok (sha256 {sha256_file(path)})")
     return 0
 
 
@@ -43,8 +45,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         judge_model = judge_model or "anthropic/claude-sonnet-4-6"
     run, report, figures, summary = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model,
                                             judge_model, args.judge_protocol or "playbook", args.judge_runs,
-                                            args.top_k, args.answer_base_url, judge_base_url=args.judge_base_url,
-                                            calls=_call_settings(args), timeout=args.timeout)
+                                            args.top_k, args.answer_base_url, calibration_size=args.calibration_size,
+                                            judge_base_url=args.judge_base_url, calls=_call_settings(args),
+                                            timeout=args.timeout)
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     print(f"official F1 {f1['mean']:.1f}% over {summary['questions']} questions ({summary['answerer_label']})")
     print(f"report:  {report}")
@@ -79,14 +82,14 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if args.judge_protocol and not args.judge_model:
         raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model (e.g. anthropic/claude-sonnet-4-6)")
     run = _existing_run(args)
-    scores = run_score(run, args.sample)
+    scores = run_score(run, args.sample, gold=args.gold)
     for row in by_category([(s.category, s.locomo_f1) for s in scores]):
         print(f"{str(row.category):>8} {row.name:<12} n={row.count:<5} official F1 {100 * row.mean:5.1f}% "
               f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
     if args.judge_model:
         protocol = args.judge_protocol or "playbook"
-        made = run_judge(run, protocol, args.judge_model, args.judge_runs, args.judge_base_url,
-                         calls=_call_settings(args), timeout=args.timeout)
+        made = run_judge(run, protocol, args.judge_model, args.judge_runs, args.judge_base_url, gold=args.gold,
+                         calibration_size=args.calibration_size, calls=_call_settings(args), timeout=args.timeout)
         print(f"judged {len(made or [])} answers ({protocol})")
     print(f"run folder: {run.path}")
     return _pending_calls_exit(run) if args.judge_model else 0
@@ -139,8 +142,12 @@ def _answer_options(p: argparse.ArgumentParser, default_model: str) -> None:
 
 def _judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-model", help="anthropic/<model> or openai/<model>; judging is skipped without one")
-    p.add_argument("--judge-protocol", choices=["playbook", "mem0"], help="(playbook; needs --judge-model)")
-    p.add_argument("--judge-runs", type=int, help="judge runs per question (playbook 10, mem0 3)")
+    p.add_argument("--judge-protocol", choices=["playbook", "mem0", "strict"],
+                   help="playbook (0-100), mem0 (lenient CORRECT/WRONG, Mem0's), strict (CORRECT/WRONG) "
+                   "(playbook; needs --judge-model)")
+    p.add_argument("--calibration-size", type=int, default=100,
+                   help="questions of the judge calibration set graded in every judged run (100; 0 = none)")
+    p.add_argument("--judge-runs", type=int, help="judge runs per question (10 for both protocols, as the Mem0 paper)")
     p.add_argument("--judge-base-url", help="the judge's own server (never the answerer's): an OpenAI-compatible "
                    "base URL for openai/<model>, or an Anthropic API address (default $ANTHROPIC_BASE_URL)")
 
@@ -207,11 +214,14 @@ def _add_data(sub: argparse._SubParsersAction) -> None:
     data_sub = data.add_subparsers(dest="data_command", required=True)
     fetch = data_sub.add_parser(
         "fetch",
-        help="download or copy locomo10.json into data/ and verify its sha256",
+        help="download or copy locomo10.json and the gold-answer audit into data/ and verify their sha256",
         description="Download the pinned locomo10.json into data/, or copy it from LOCOMO_SOURCE "
-        "(a path or URL); the sha256 is verified either way.",
+        "(a path or URL); likewise the pinned LoCoMo audit (dial481/locomo-audit errors.json) from "
+        "LOCOMO_AUDIT_SOURCE. The sha256 is verified either way.",
     )
     fetch.add_argument("--source", help="path or URL (default: $LOCOMO_SOURCE, else the upstream URL)")
+    fetch.add_argument("--audit-source", help="path or URL of the audit's errors.json (default: $LOCOMO_AUDIT_SOURCE, "
+                       "else a copy beside a local LOCOMO_SOURCE or in ../shared/data, else the pinned URL)")
     fetch.add_argument("--force", action="store_true", help="replace an existing file")
     fetch.set_defaults(func=_cmd_data_fetch)
 
@@ -254,6 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
     _worker_options(sc)
     _judge_options(sc)
     _call_options(sc)
+    sc.add_argument("--llm-base-url", dest="judge_base_url", help="the same as --judge-base-url")
+    sc.add_argument("--gold", choices=["original", "audited", "both"], default="both",
+                    help="gold key: original (the released answers, comparable to published numbers), audited "
+                    "(the LoCoMo audit's corrected answers and evidence ids), or both (default)")
     sc.set_defaults(func=_cmd_score)
     rep = sub.add_parser("report", help="write report.md and figures for a run",
                          description="Write report.md and figures/*.png into the run folder from its records.")

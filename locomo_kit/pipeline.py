@@ -106,28 +106,36 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     return run, summary
 
 
-def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, config_key: str | None = None):
-    """Score saved answers (official F1, Mem0 F1/BLEU-1, retrieval diagnostics)."""
+def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, config_key: str | None = None,
+              gold: str = "both"):
+    """Score saved answers (official F1, Mem0 F1/BLEU-1, retrieval diagnostics) under the gold key(s)
+    ``original``, ``audited`` or ``both``; returns the scores of the first key."""
     from locomo_kit.qa.answering import load_answers
+    from locomo_kit.scoring.gold import audit_for, keys_for
     from locomo_kit.scoring.score_run import score_answers
 
     conversations, _ = load(sample, dataset_path)
     answers = load_answers(run, config_key)
     if not answers:
         raise RuntimeError(f"No answers in {run.path}: run `locomo-kit answer --sample {sample}` first")
-    scores = score_answers(run, answers, conversations)
-    run.update_manifest(scoring={"scored_at": utc_now(), "questions": len(scores),
+    keys = keys_for(gold)
+    audit = audit_for(conversations, dataset_path) if "audited" in keys else None
+    scores = score_answers(run, answers, conversations, keys, audit)
+    run.update_manifest(scoring={"scored_at": utc_now(), "questions": len(answers), "gold_keys": list(keys),
                                  "config_key": answers[0]["config_key"]})
-    return scores
+    return [s for s in scores if s.gold_key == keys[0]]
 
 
 def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str = "auto", runs: int | None = None,
               llm_base_url: str | None = None, config_key: str | None = None, llm=None, progress: bool | None = None,
+              gold: str = "both", calibration_size: int = 100, dataset_path: str | None = None,
               calls=None, timeout: float | None = None):
-    """Judge saved answers; returns the judgements made now (None when no judge model is available).
-    ``llm_base_url`` is the judge's own server (never the answerer's)."""
+    """Judge saved answers under the gold key(s), and the judge calibration set, all through one call
+    pool (or one Message Batch); returns the answer judgements made now (None when no judge model is
+    available). ``llm_base_url`` is the judge's own server (never the answerer's)."""
     from locomo_kit.llm import DEFAULT_JUDGE_MODEL, make_llm, resolve_auto
     from locomo_kit.qa.answering import load_answers
+    from locomo_kit.scoring.gold_judging import audited_answers, calibration_answers
     from locomo_kit.scoring.judge import Judge, judge_answers
 
     if llm is None:
@@ -137,11 +145,15 @@ def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str = "au
         llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
     judge = Judge(llm, protocol=protocol, runs=runs)
     answers = [a for a in load_answers(run, config_key) if a["category"] != 5]
-    judgements = judge_answers(run, judge, answers, progress, settings=calls)
-    usage = {"input_tokens": sum(r["input_tokens"] for j in judgements for r in j.runs if not r["cached"]),
-             "output_tokens": sum(r["output_tokens"] for j in judgements for r in j.runs if not r["cached"])}
+    extra = audited_answers(answers, gold, dataset_path) + calibration_answers(answers, calibration_size, dataset_path)
+    made = judge_answers(run, judge, answers + extra, progress, settings=calls)
+    keys = {a["config_key"] for a in answers}
+    judgements = [j for j in made if j.answer_config_key in keys]
+    usage = {"input_tokens": sum(r["input_tokens"] for j in made for r in j.runs if not r["cached"]),
+             "output_tokens": sum(r["output_tokens"] for j in made for r in j.runs if not r["cached"])}
     run.update_manifest(judge={protocol: {"model": judge.model, "runs": judge.runs, "prompt_version": judge.prompt_version,
                                           "temperature_requested": judge.temperature, "judged_at": utc_now(),
+                                          "gold": gold, "calibration_size": calibration_size,
                                           "server": getattr(llm, "base_url", None),
                                           "batch": bool(calls and calls.batch), "usage_this_call": usage}})
     return judgements
@@ -158,7 +170,7 @@ def run_report(run: RunFolder, sample: str, dataset_path: str | None = None):
 def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript", run_id: str | None = None,
             answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
-            dataset_path: str | None = None, progress: bool | None = None, log=print,
+            dataset_path: str | None = None, progress: bool | None = None, log=print, calibration_size: int = 100,
             judge_base_url: str | None = None, calls=None, timeout: float | None = None):
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
     ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's."""
@@ -182,7 +194,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
     log(f"scored {len(scores)} answers")
     if judge_model:
         made = run_judge(run, judge_protocol, judge_model, judge_runs, judge_base_url, progress=progress,
-                         calls=calls, timeout=timeout)
+                         calibration_size=calibration_size, dataset_path=dataset_path, calls=calls, timeout=timeout)
         log(f"judged {len(made or [])} answers ({judge_protocol})")
     report, figures, summary = run_report(run, sample, dataset_path)
     return run, report, figures, summary

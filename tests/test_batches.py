@@ -84,7 +84,7 @@ def test_split_keeps_within_both_limits():
 def _score_cmd(url: str, run_id: str) -> list[str]:
     return [sys.executable, "-m", "locomo_kit", "score", "--sample", "conv-26", "--run-id", run_id,
             "--judge-model", "anthropic/claude-sonnet-4-6", "--judge-base-url", url, "--judge-runs", "2",
-            "--batch", "--batch-poll", "0.1", "--yes"]
+            "--batch", "--batch-poll", "0.1", "--yes", "--calibration-size", "0", "--gold", "original"]
 
 
 def _answer_records(dataset, n: int) -> list[dict]:

@@ -5,7 +5,8 @@ shared call pool or Message Batches.
 1. serves every request already in the cache (identical requests are made once);
 2. prints the plan for the rest (:class:`~locomo_kit.costs.Plan`): calls still needed, tokens
    estimated from the actual prompts, prices from ``prices.json``; refuses a plan above
-   ``max_cost`` and asks ``confirm`` when given (the CLI asks on a terminal unless ``--yes``);
+   ``max_cost`` and asks ``confirm`` when given and the calls are paid (Anthropic, or a model with a
+   price in ``prices.json``; the CLI asks on a terminal unless ``--yes``);
 3. sends one preflight call per model and server, which stops on 401/403/400/404 before any work;
 4. runs the calls on the shared pool (``--concurrency``, RPM/TPM) or as Message Batches (``--batch``).
 Every outcome reaches ``on_result``; a failed call carries its error and is never a result.
@@ -138,7 +139,8 @@ def execute(llm: LLM, requests: list[LLMRequest], on_result: Callable[[CallOutco
         limit = "unknown" if p.max_usd is None else f"${p.max_usd:,.2f}"
         raise SpendRefused(f"{stage}: the plan may cost up to {limit}, above --max-cost ${settings.max_cost:,.2f}; "
                            "nothing was spent")
-    if settings.confirm is not None and not settings.confirm(p.line()):
+    priced = base.provider == "anthropic" or p.usd is not None  # an unpriced local server costs nothing to ask
+    if settings.confirm is not None and priced and not settings.confirm(p.line()):
         raise SpendRefused(f"{stage}: not confirmed; nothing was spent")
     if settings.preflight:
         preflight(llm, next(iter(pending.values())))

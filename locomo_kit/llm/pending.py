@@ -28,19 +28,26 @@ def failed_answers(run: RunFolder) -> int:
 
 def incomplete_judgements(run: RunFolder) -> dict[str, tuple[int, int]]:
     """Per judge protocol: (questions with fewer valid judge runs than asked, failed calls pending),
-    over the judgements of the run's latest answer configuration."""
+    over the judgements of the run's latest answer configuration (under either gold key) and of the
+    judge calibration set."""
     from locomo_kit.qa.answering import load_answers
+    from locomo_kit.scoring.calibration import CONFIG_PREFIX
     from locomo_kit.scoring.judge import failed_runs, load_judgements
 
     answers = load_answers(run)
     key = answers[0]["config_key"] if answers else None
-    out: dict[str, tuple[int, int]] = {}
+    questions: dict[str, set] = {}
+    calls: dict[str, int] = {}
     for j in load_judgements(run):
-        if key is not None and j.get("answer_config_key") != key:
+        of = str(j.get("answer_config_key", ""))
+        calibration = of.startswith(CONFIG_PREFIX)
+        if key is not None and not (of == key or of.startswith(key + "#") or calibration):
             continue
-        questions, calls = out.get(j["protocol"], (0, 0))
-        fewer = j.get("n_ok", 0) < j.get("n_runs", 0)
-        out[j["protocol"]] = (questions + fewer, calls + len(failed_runs(j)))
+        p = j["protocol"]
+        calls[p] = calls.get(p, 0) + len(failed_runs(j))
+        if not calibration and j.get("n_ok", 0) < j.get("n_runs", 0):  # a question, under either gold key
+            questions.setdefault(p, set()).add((j["sample_id"], int(j["question_index"])))
+    out = {p: (len(questions.get(p, ())), calls.get(p, 0)) for p in set(calls) | set(questions)}
     return {p: v for p, v in out.items() if v[0] or v[1]}
 
 

@@ -7,9 +7,12 @@
   warning when fewer than 5 runs succeeded.
 - ``mem0`` (the Mem0 paper's): binary CORRECT/WRONG as JSON with a lenient ("be generous") prompt,
   paraphrased from Mem0's released code; J = % correct over categories 1-4, per run, then mean ±
-  sample std across runs.
+  std across runs, both the sample std (ddof=1) and the population std (ddof=0, what published
+  spreads use). Default 10 runs, as the Mem0 paper judged (its released code ran the judge once).
 
-Temperature (0.5 for playbook, 0 for mem0) is only sent where the API version accepts it.
+- ``strict`` (``judge_prompts.py``): binary like ``mem0``, with a strict prompt.
+
+Temperature (0.5 for playbook, 0 for mem0 and strict) is only sent where the API version accepts it.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from locomo_kit.llm.base import Completion, LLMRequest
 from locomo_kit.llm.execute import CallSettings, execute
 from locomo_kit.llm.pool import CallOutcome
 from locomo_kit.runs import RunFolder, utc_now
+from locomo_kit.scoring.judge_prompts import STRICT_PROMPT, STRICT_VERSION
 
 JUDGEMENTS_FILE = "judgements.jsonl"
-PROTOCOLS = ("playbook", "mem0")
+PROTOCOLS = ("playbook", "mem0", "strict")
+BINARY_PROTOCOLS = ("mem0", "strict")
 MIN_OK_RUNS = 5
 SENTINEL = -1.0
-JUDGE_OUTPUT_TOKENS = {"playbook": 45, "mem0": 40}  # typical reply length, for the cost plan
+JUDGE_OUTPUT_TOKENS = {"playbook": 45, "mem0": 40, "strict": 40}  # typical reply length, for the cost plan
 
 PLAYBOOK_VERSION = "judge-playbook-v1"
 PLAYBOOK_SYSTEM = """You are a strict grader of answers to questions about a long conversation between two people.
@@ -102,18 +107,20 @@ def parse_mem0(text: str) -> tuple[float, str, str | None]:
 
 
 def aggregate_runs(scores: Iterable[float], min_ok: int = MIN_OK_RUNS) -> dict[str, Any]:
-    """Mean, sample std (ddof=1; 0 for one run) and count of the valid (non-sentinel) scores."""
+    """Mean, sample std (ddof=1; 0 for one run), population std (ddof=0) and count of the valid scores."""
     scores = list(scores)
     valid = [s for s in scores if s != SENTINEL]
     mean = statistics.mean(valid) if valid else math.nan
     std = statistics.stdev(valid) if len(valid) > 1 else (0.0 if valid else math.nan)
+    std_population = statistics.pstdev(valid) if valid else math.nan
     notes = []
     if len(valid) < len(scores):
         notes.append(f"{len(scores) - len(valid)} of {len(scores)} judge runs failed and were excluded")
     if len(valid) < min_ok:
         notes.append(f"only {len(valid)} judge run(s) succeeded (fewer than {min_ok})")
     warning = "; ".join(notes) or None
-    return {"mean": mean, "std": std, "n_ok": len(valid), "scores": valid, "warning": warning}
+    return {"mean": mean, "std": std, "std_population": std_population, "n_ok": len(valid), "scores": valid,
+            "warning": warning}
 
 
 @dataclass
@@ -156,9 +163,9 @@ class Judge:
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
         self.llm, self.protocol, self.batch, self.max_tokens = llm, protocol, batch, max_tokens
-        self.runs = runs if runs is not None else (10 if protocol == "playbook" else 3)
+        self.runs = runs if runs is not None else 10  # both protocols: 10 runs, as the Mem0 paper and the playbook
         self.temperature = temperature if temperature is not None else (0.5 if protocol == "playbook" else 0.0)
-        self.prompt_version = PLAYBOOK_VERSION if protocol == "playbook" else MEM0_VERSION
+        self.prompt_version = {"playbook": PLAYBOOK_VERSION, "mem0": MEM0_VERSION, "strict": STRICT_VERSION}[protocol]
 
     @property
     def model(self) -> str:
@@ -172,7 +179,8 @@ class Judge:
                                         record["category_name"])
         else:
             system = ""
-            user = MEM0_PROMPT.format(question=record["question"], gold=record["gold"], prediction=record["prediction"])
+            template = STRICT_PROMPT if self.protocol == "strict" else MEM0_PROMPT
+            user = template.format(question=record["question"], gold=record["gold"], prediction=record["prediction"])
         return LLMRequest([{"role": "user", "content": user}], system=system, max_tokens=self.max_tokens,
                           temperature=self.temperature, prompt_version=self.prompt_version, salt=f"run-{run}")
 
@@ -292,7 +300,7 @@ def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: b
             out.append(j)
 
     execute(judge.llm, requests, on_result, stage=f"judging ({judge.protocol})", settings=settings,
-            output_per_call=JUDGE_OUTPUT_TOKENS[judge.protocol], run=run, already_done=done_calls, log=log,
+            output_per_call=JUDGE_OUTPUT_TOKENS.get(judge.protocol, 45), run=run, already_done=done_calls, log=log,
             progress=progress)
     return out
 
@@ -307,7 +315,7 @@ def load_judgements(run: RunFolder, protocol: str | None = None) -> list[dict]:
 
 
 def mem0_j_by_run(judgements: list[dict]) -> dict[str, Any]:
-    """Mem0's J: % CORRECT over questions, per judge run; then mean and sample std across runs."""
+    """Mem0's J: % CORRECT over questions, per judge run; then mean, sample and population std across runs."""
     per_run: dict[int, list[float]] = {}
     for j in judgements:
         for r in j["runs"]:
@@ -315,4 +323,5 @@ def mem0_j_by_run(judgements: list[dict]) -> dict[str, Any]:
                 per_run.setdefault(int(r["run"]), []).append(r["score"])
     js = [100 * statistics.mean(v) for _, v in sorted(per_run.items()) if v]
     return {"runs": js, "mean": statistics.mean(js) if js else math.nan,
-            "std": statistics.stdev(js) if len(js) > 1 else (0.0 if js else math.nan), "n_runs": len(js)}
+            "std": statistics.stdev(js) if len(js) > 1 else (0.0 if js else math.nan),
+            "std_population": statistics.pstdev(js) if js else math.nan, "n_runs": len(js)}
