@@ -17,7 +17,7 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
-from locomo_kit.llm.base import Completion, LLMRequest
+from locomo_kit.llm.base import Completion, LLMConfigError, LLMRequest
 from locomo_kit.runs import RunFolder, utc_now
 
 BATCHES_FILE = "batches.jsonl"
@@ -59,7 +59,7 @@ def run_batches(llm, pending: dict[str, LLMRequest], run: RunFolder, stage: str,
                 progress: bool | None = None, sleep: Callable[[float], None] = time.sleep) -> list[str]:
     """Make ``pending`` (cache key → request) through Message Batches; returns the batch ids used."""
     if getattr(llm, "provider", None) != "anthropic":
-        raise ValueError(f"--batch needs an anthropic/<model> (Message Batches), not {llm.provider}/{llm.model}")
+        raise LLMConfigError(f"--batch needs an anthropic/<model> (Message Batches), not {llm.provider}/{llm.model}")
     todo = dict(pending)
     used: list[str] = []
     failures: dict[str, str] = {}
@@ -111,12 +111,16 @@ def _collect(llm, batch_id: str, todo: dict[str, LLMRequest], store, run: RunFol
     batch = llm.batches.retrieve(batch_id)
     total = sum(batch.request_counts.model_dump().values())
     bar = tqdm(total=total, desc=f"batch {batch_id[-8:]}", unit="req", disable=_disabled(progress))
-    start = time.monotonic()
+    start = last_line = time.monotonic()
     while batch.processing_status != "ended":
         counts = batch.request_counts
         bar.n = total - counts.processing
         bar.set_postfix_str(f"{batch.processing_status}, {counts.processing:,} processing")
         bar.refresh()
+        if bar.disable and time.monotonic() - last_line >= 300:  # no bar (CI, a log file): a line every 5 min
+            log(f"batch {batch_id}: {batch.processing_status}, {counts.processing:,} of {total:,} requests processing, "
+                f"{time.monotonic() - start:.0f} s")
+            last_line = time.monotonic()
         sleep(poll_interval)
         batch = llm.batches.retrieve(batch_id)
     bar.n = total
