@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Callable, Sequence
 
 from locomo_kit import __version__
@@ -129,6 +130,37 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print(f"report:  {report}")
     print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")
     return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from locomo_kit.compare import compare, statements, table_lines, write_comparison
+    from locomo_kit.paths import outputs_dir
+    from locomo_kit.runs import slug
+
+    result = compare(args.runs)
+    print(f"{result['shared_questions']} shared questions (categories 1-4); differences vs {result['runs'][0]['run_id']}; "
+          f"{result['method']['interval']}")
+    print("\n".join(table_lines(result)))
+    for line in statements(result) + result["notes"]:
+        print(line.replace("**", ""))
+    if not args.no_write:
+        folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug("__vs__".join(r["run_id"] for r in result["runs"]))
+        paths = write_comparison(result, folder)
+        print(f"comparison: {paths['markdown']} (+ compare.json, compare.png)")
+    return 0
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    cmp_ = sub.add_parser("compare", help="paired comparison of runs per category, with intervals",
+                          description="Compare runs over the questions they share: per category, each run's official "
+                          "F1, Mem0 F1, J (same judge only), evidence recall, latency, tokens and cost; the paired "
+                          "difference with the first run, a paired-bootstrap 95% interval, the minimal detectable "
+                          "difference, and whether the runs are distinguishable. Reads run folders only.")
+    cmp_.add_argument("runs", nargs="+", metavar="RUN", help="run ids under outputs/runs, or paths to run folders "
+                      "(the first is the baseline)")
+    cmp_.add_argument("--out", help="folder for compare.md/.json/.png (default outputs/compare/<runs>)")
+    cmp_.add_argument("--no-write", action="store_true", help="print only")
+    cmp_.set_defaults(func=_cmd_compare)
 
 
 def _answer_options(p: argparse.ArgumentParser, default_model: str) -> None:
@@ -282,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     _call_options(run)
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
+    _add_compare(sub)
     return parser
 
 

@@ -104,6 +104,8 @@ def retrieval_diagnostics(answered: list[dict]) -> list[dict]:
         for k in ("@1", "@3", "@5", "@8", "@10", "@20"):
             vals = [s["evidence_coverage"][k] for s in ss if s["evidence_coverage"].get(k) is not None]
             row[f"coverage{k}"] = 100 * statistics.mean(vals) if vals else None
+        rec = [s["evidence_recall"] for s in ss if s.get("evidence_recall") is not None]
+        row["recall_all"] = 100 * statistics.mean(rec) if rec else None
         rr = [s["reciprocal_rank"] for s in ss if s.get("reciprocal_rank") is not None]
         row["mrr"] = statistics.mean(rr) if rr else None
         for k in ("@5", "@10"):

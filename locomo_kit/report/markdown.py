@@ -81,7 +81,7 @@ def audited_section(s: dict) -> list[str]:
     m0o, m0a = _by_cat(s["mem0_f1"]), _by_cat(au["mem0_f1"])
     dgo, dga = _by_cat(s["diagnostics"]), _by_cat(au["diagnostics"])
     header = ["category", "gold answers changed", "ceiling %", "F1 original", "F1 audited", "Mem0 F1 original",
-              "Mem0 F1 audited", "coverage@8 original", "coverage@8 audited"]
+              "Mem0 F1 audited", "evidence recall original", "evidence recall audited"]
     protocols = [p for p in ("mem0", "strict", "playbook") if s["judge"].get(p)]
     for p in protocols:
         header += [f"J {p} original", f"J {p} audited"]
@@ -92,7 +92,7 @@ def audited_section(s: dict) -> list[str]:
         ce = au["ceilings"][c]
         row = [f"{c} {CATEGORY_NAMES[c]}" if c != "overall" else "overall",
                f"{ce['answers_changed']} of {ce['questions']}", ce["ceiling"], f1o.get(c, {}).get("mean"), f1a.get(c, {}).get("mean"), m0o.get(c, {}).get("mean"),
-               m0a.get(c, {}).get("mean"), dgo.get(c, {}).get("coverage@8"), dga.get(c, {}).get("coverage@8")]
+               m0a.get(c, {}).get("mean"), dgo.get(c, {}).get("recall_all"), dga.get(c, {}).get("recall_all")]
         for p in protocols:
             row += [_by_cat(s["judge"][p]).get(c, {}).get("mean"), _by_cat(au["judge"].get(p, [])).get(c, {}).get("mean")]
         rows.append(row)
@@ -243,12 +243,12 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
               "came from (exact turn ids when the Worker reports them, else text overlap). Answer in context: every "
               "normalised gold token appears in the retrieved memories.", ""]
     rows = [[f"{c} {diag[c]['name']}" if c != "overall" else "overall", diag[c]["count"]]
-            + [diag[c][f"coverage@{k}"] for k in (1, 3, 5, 8, 10, 20)]
+            + [diag[c][f"coverage@{k}"] for k in (1, 3, 5, 8, 10, 20)] + [diag[c].get("recall_all")]
             + [_f(diag[c].get("mrr"), 3), _f(diag[c].get("ndcg@5"), 3), _f(diag[c].get("ndcg@10"), 3),
                diag[c]["answer_in_context"]] for c in diag]
-    lines += _table(["category", "n", "@1", "@3", "@5", "@8", "@10", "@20", "MRR", "NDCG@5", "NDCG@10",
-                     "answer in context"], rows)
-    lines += ["MRR: mean of 1/rank of the first retrieved memory holding an evidence turn (0 when none is in the "
+    lines += _table(["category", "n", "@1", "@3", "@5", "@8", "@10", "@20", f"all (top {_f(s['top_k'])})", "MRR",
+                     "NDCG@5", "NDCG@10", "answer in context"], rows)
+    lines += ["Evidence recall (\"all\"): coverage over every memory retrieved (k = top_k). MRR: mean of 1/rank of the first retrieved memory holding an evidence turn (0 when none is in the "
               "top k). NDCG@k: binary gains, a rank counts when it brings an evidence turn not seen above it; the "
               "ideal puts one at each of the first min(#evidence, k) ranks.", ""]
     search_lat = s["latency_ms"]["search"]

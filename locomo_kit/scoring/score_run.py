@@ -39,6 +39,7 @@ class QuestionScore:
     gold_changed: bool = False  # the audited key changes this question's gold answer
     reciprocal_rank: float | None = None  # 1/rank of the first memory holding an evidence turn (MRR's term)
     ndcg: dict[str, float | None] = field(default_factory=dict)  # "@k" -> NDCG@k of evidence turns
+    evidence_recall: float | None = None  # share of evidence turns among everything retrieved (k = top_k)
     created_at: str = field(default_factory=utc_now)
 
 
@@ -54,12 +55,13 @@ def score_answer(record: dict, turn_text: dict[str, str], gold_key: str = "origi
     for k in COVERAGE_KS:
         value, method = evidence_coverage(evidence, retrieved, turn_text, k)
         coverage[f"@{k}"] = value if k <= top_k else None  # beyond what was retrieved: unknown
+    recall, _ = evidence_coverage(evidence, retrieved, turn_text, None)
     ranks = evidence_ranks(evidence, retrieved, turn_text, top_k)
     rr = reciprocal_rank(ranks)
     ndcgs = {f"@{k}": ndcg(ranks, len(evidence), k) if k <= top_k else None for k in NDCG_KS}
     if record.get("source") == "full-context":
         coverage, method = {f"@{k}": None for k in COVERAGE_KS}, "full-context"
-        rr, ndcgs = None, {f"@{k}": None for k in NDCG_KS}
+        rr, ndcgs, recall = None, {f"@{k}": None for k in NDCG_KS}, None
     return QuestionScore(
         sample_id=record["sample_id"], question_index=int(record["question_index"]), category=cat,
         config_key=record["config_key"], locomo_f1=locomo_f1(pred, gold or "", cat),
@@ -69,7 +71,7 @@ def score_answer(record: dict, turn_text: dict[str, str], gold_key: str = "origi
         else answer_in_context(gold, record.get("retrieved", [])),
         evidence_sessions=sorted({int(e[1:].split(":")[0]) for e in evidence}),
         gold_key=gold_key, gold_changed=gold_key == "audited" and entry is not None and entry.answer_changed,
-        reciprocal_rank=rr, ndcg=ndcgs,
+        reciprocal_rank=rr, ndcg=ndcgs, evidence_recall=recall,
     )
 
 
