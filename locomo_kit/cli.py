@@ -40,16 +40,23 @@ def positive_float(text: str) -> float:
     return value
 
 
-def _finish(outcomes, ok_code: int = 0) -> int:
+def _finish(outcomes, run=None, ok_code: int = 0) -> int:
     """Exit status for a command whose stages ended with ``outcomes``: non-zero, with the first
-    failure's reason and a count of the rest, when any is not ok."""
+    failure's reason and a count of the rest, when any is not ok, or while ``run`` has answer or
+    judge calls pending."""
     from locomo_kit.outcome import first_error
 
     message = first_error(outcomes)
     if message:
         print(f"locomo-kit: error: {message}", file=sys.stderr)
-        return 1
-    return ok_code
+    pending = []
+    if run is not None:
+        from locomo_kit.llm.pending import pending_calls
+
+        pending = pending_calls(run)
+        for line in pending:
+            print(f"locomo-kit: {line}", file=sys.stderr)
+    return 1 if message or pending else ok_code
 
 
 def _cmd_data_fetch(args: argparse.Namespace) -> int:
@@ -81,8 +88,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         answer_model = answer_model if answer_model != "extractive" else "anthropic/claude-opus-4-6"
         judge_model = judge_model or "anthropic/claude-sonnet-4-6"
     result = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model, judge_model,
-                     args.judge_protocol, args.judge_runs, args.top_k, args.llm_base_url, ingest_id=args.ingest_id,
-                     calibration_size=args.calibration_size)
+                     args.judge_protocol or "playbook", args.judge_runs, args.top_k, args.answer_base_url,
+                     calibration_size=args.calibration_size, judge_base_url=args.judge_base_url,
+                     calls=_call_settings(args), timeout=args.timeout, ingest_id=args.ingest_id)
     summary, report = result.summary, result.report
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     done = "" if result.ok else "PARTIAL: "
@@ -90,15 +98,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
           f"({result.run.manifest().get('config_label', summary['answerer_label'])})")
     print(f"report:  {report}")
     print(f"figures: {report.parent / 'figures'} ({len(result.figures)} PNG)")
-    return _finish(result.outcomes)
+    return _finish(result.outcomes, result.run)
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_answer
 
     run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, args.top_k,
-                              args.source, args.include_adversarial, args.concurrency, args.llm_base_url,
-                              ingest_id=args.ingest_id)
+                              args.source, args.include_adversarial, args.concurrency, args.answer_base_url,
+                              calls=_call_settings(args), timeout=args.timeout, ingest_id=args.ingest_id)
     for note in summary.outcome.notes:
         print(f"WARNING: {note}")
     print(summary.outcome.line())
@@ -132,6 +140,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_judge, run_score
     from locomo_kit.scoring import by_category
 
+    if args.judge_protocol and not args.judge_model:
+        raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model (e.g. anthropic/claude-sonnet-4-6)")
     run = _existing_run(args)
     scores = run_score(run, args.sample, gold=args.gold)
     for row in by_category([(s.category, s.locomo_f1) for s in scores]):
@@ -139,14 +149,32 @@ def _cmd_score(args: argparse.Namespace) -> int:
               f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
     outcomes = []
     if args.judge_model:
-        run_judge(run, args.judge_protocol, args.judge_model, args.judge_runs, args.llm_base_url,
-                  gold=args.gold, calibration_size=args.calibration_size)
-        record = run.manifest().get("judge", {}).get(args.judge_protocol, {}).get("outcome")
+        protocol = args.judge_protocol or "playbook"
+        run_judge(run, protocol, args.judge_model, args.judge_runs, args.judge_base_url, gold=args.gold,
+                  calibration_size=args.calibration_size, calls=_call_settings(args), timeout=args.timeout)
+        record = run.manifest().get("judge", {}).get(protocol, {}).get("outcome")
         if record:
             outcomes.append(Outcome(**{k: v for k, v in record.items() if k not in ("ok", "not_attempted")}))
             print(outcomes[-1].line())
     print(f"run folder: {run.path}")
-    return _finish(outcomes)
+    return _finish(outcomes, run if args.judge_model else None)
+
+
+def _call_settings(args: argparse.Namespace):
+    """The paid-call options as CallSettings: on a terminal the plan is confirmed unless --yes;
+    elsewhere spending needs --yes."""
+    from locomo_kit.llm.execute import CallSettings
+
+    def confirm(plan_line: str) -> bool:
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            raise CliError("not on a terminal, so the plan above cannot be confirmed: pass --yes to spend "
+                           "(and --max-cost USD to cap it)")
+        return input("Spend this? [y/N] ").strip().lower() in ("y", "yes")
+
+    return CallSettings(concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, retries=args.retries, batch=args.batch,
+                        poll_interval=args.batch_poll, max_cost=args.max_cost, confirm=confirm)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -198,22 +226,48 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     cmp_.set_defaults(func=_cmd_compare)
 
 
-def _answer_options(p: argparse.ArgumentParser, default_model: str = "extractive") -> None:
+def _answer_options(p: argparse.ArgumentParser, default_model: str = "extractive", server: bool = True) -> None:
     p.add_argument("--answer-model", default=default_model,
                    help=f"extractive (offline, free), anthropic/<model> or openai/<model> (paid/served), or auto "
                    f"(Anthropic when ANTHROPIC_API_KEY is set) (default {default_model})")
     p.add_argument("--top-k", type=int_in(1, 100), default=8, help="memories retrieved per question, 1-100 (8)")
-    p.add_argument("--llm-base-url", help="base URL of an OpenAI-compatible server for openai/<model>")
+    if server:
+        p.add_argument("--answer-base-url", "--llm-base-url", dest="answer_base_url",
+                       help="the answerer's server: an OpenAI-compatible base URL for openai/<model> "
+                       "(http://127.0.0.1:8000/v1), or an Anthropic API address (default $ANTHROPIC_BASE_URL)")
 
 
 def _judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-model", help="anthropic/<model> or openai/<model>; judging is skipped without one")
-    p.add_argument("--judge-protocol", choices=["playbook", "mem0", "strict"], default="playbook",
-                   help="playbook (0-100), mem0 (lenient CORRECT/WRONG, Mem0's), strict (CORRECT/WRONG) (playbook)")
+    p.add_argument("--judge-protocol", choices=["playbook", "mem0", "strict"],
+                   help="playbook (0-100), mem0 (lenient CORRECT/WRONG, Mem0's), strict (CORRECT/WRONG) "
+                   "(playbook; needs --judge-model)")
     p.add_argument("--calibration-size", type=int_in(0, 10_000), default=100,
                    help="questions of the judge calibration set graded in every judged run (100; 0 = none)")
     p.add_argument("--judge-runs", type=int_in(1, 50),
                    help="judge runs per question, 1-50 (10 for both protocols, as the Mem0 paper)")
+    p.add_argument("--judge-base-url", help="the judge's own server (never the answerer's): an OpenAI-compatible "
+                   "base URL for openai/<model>, or an Anthropic API address (default $ANTHROPIC_BASE_URL)")
+
+
+def _call_options(p: argparse.ArgumentParser) -> None:
+    from locomo_kit.llm.execute import DEFAULT_CONCURRENCY
+
+    g = p.add_argument_group("paid calls", "Every paid stage prints its plan (calls still needed, tokens, cost) "
+                             "and asks on a terminal before spending.")
+    g.add_argument("--concurrency", type=int_in(1, 256), default=DEFAULT_CONCURRENCY,
+                   help=f"LLM calls in flight at once, across questions, 1-256 (default {DEFAULT_CONCURRENCY})")
+    g.add_argument("--rpm", type=positive_float, help="cap on requests per minute (default: none; 429s slow the pool down)")
+    g.add_argument("--tpm", type=positive_float, help="cap on input tokens per minute (default: none)")
+    g.add_argument("--timeout", type=positive_float, help="seconds per LLM call (default 120)")
+    g.add_argument("--retries", type=int_in(0, 20), default=6, help="retries per call on 429/5xx/timeouts, 0-20 (6), "
+                   "with jittered back-off honouring retry-after; a call that still fails stays pending for the next run")
+    g.add_argument("--batch", action="store_true", help="Anthropic Message Batches: one batch per stage, half price, "
+                   "results within 24 h; a rerun resumes the recorded batch")
+    g.add_argument("--batch-poll", type=positive_float, default=30.0, help="seconds between batch status polls (30)")
+    g.add_argument("--yes", "-y", action="store_true", help="spend without asking (needed when not on a terminal)")
+    g.add_argument("--max-cost", type=positive_float, metavar="USD",
+                   help="refuse a stage whose plan may cost more than USD")
 
 
 def _worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
@@ -252,7 +306,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     outcome = ingest_outcome(summary, sum(len(c.sessions) for c in conversations))
     print(outcome.line())
     print(f"ingestion folder: {folder.path}")
-    return _finish([outcome], 1 if summary.zero_observation_sessions else 0)
+    return _finish([outcome], ok_code=1 if summary.zero_observation_sessions else 0)
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -318,15 +372,17 @@ def build_parser() -> argparse.ArgumentParser:
     _worker_options(ans)
     _answer_options(ans)
     _source_options(ans)
-    ans.add_argument("--concurrency", type=int_in(1, 64), default=4, help="parallel LLM calls, 1-64 (4)")
+    _call_options(ans)
     ans.set_defaults(func=_cmd_answer)
     sc = sub.add_parser("score", help="score saved answers (F1s, diagnostics) and optionally judge them",
                         description="Score a run's saved answers: official LoCoMo F1, Mem0 F1 and BLEU-1, retrieval "
                         "diagnostics; with --judge-model also LLM-as-a-Judge. Never queries the Worker.")
     _worker_options(sc)
-    _answer_options(sc)
+    _answer_options(sc, server=False)
     _source_options(sc)
     _judge_options(sc)
+    _call_options(sc)
+    sc.add_argument("--llm-base-url", dest="judge_base_url", help="the same as --judge-base-url")
     sc.add_argument("--gold", choices=["original", "audited", "both"], default="both",
                     help="gold key: original (the released answers, comparable to published numbers), audited "
                     "(the LoCoMo audit's corrected answers and evidence ids), or both (default)")
@@ -334,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="write report.md and figures for a run",
                          description="Write report.md and figures/*.png into the run folder from its records.")
     _worker_options(rep)
-    _answer_options(rep)
+    _answer_options(rep, server=False)
     _source_options(rep)
     rep.set_defaults(func=_cmd_report)
     exp = sub.add_parser("export", help="write one row per question with every score (CSV or Parquet)",
@@ -343,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("run", nargs="?", help="run id (a folder under outputs/runs) or a run folder's path; "
                      "default: the run the options below select")
     _worker_options(exp)
-    _answer_options(exp)
+    _answer_options(exp, server=False)
     _source_options(exp)
     exp.add_argument("--format", choices=["csv", "parquet"], default="csv", help="(csv)")
     exp.add_argument("--output", help="file to write (default: questions.csv / questions.parquet in the run folder)")
@@ -354,6 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     _worker_options(run)
     _answer_options(run)
     _judge_options(run)
+    _call_options(run)
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
     _add_compare(sub)

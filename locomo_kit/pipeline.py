@@ -173,12 +173,13 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                run_id: str | None = None, answer_model: str = "extractive", top_k: int = 8, source: str = "memory",
                include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
                dataset_path: str | None = None, progress: bool | None = None, llm=None,
-               ingest_id: str | None = None, **extra: Any):
+               calls=None, timeout: float | None = None, ingest_id: str | None = None, **extra: Any):
     """Answer every question of ``sample`` (resumable) into the configuration's run folder.
 
-    ``answer_model`` defaults to the offline extractive floor; ``llm`` overrides the model (tests).
+    ``answer_model`` defaults to the offline extractive floor; ``llm`` overrides the model (tests);
+    ``calls`` (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch,
+    spending; ``extra``: further result-changing parameters (they name the run).
     """
-    from locomo_kit.costs import estimate
     from locomo_kit.llm import make_llm
     from locomo_kit.qa.answering import AnswerConfig, QARunner, load_answers
 
@@ -190,12 +191,9 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
         raise ValueError("full-context answering needs an LLM answerer: pass --answer-model anthropic/<model> "
                          "or openai/<model> (with --llm-base-url)")
     if llm is None and spec != "extractive":
-        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path())
+        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
     answer = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial)
     n = sum(len(questions(c, include_adversarial)) for c in conversations)
-    if spec.startswith("anthropic/"):
-        per_call = 300 + (top_k * 90 if source == "memory" else 26_000)
-        print(estimate("answering (estimate, before cache hits)", spec, n, per_call, 20).line())
     run = resolve_run(config, run_id)
     ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id)
     manifest = {"kind": "run", "config": config.as_dict(), "config_id": config.key(), "config_label": config.label(),
@@ -203,7 +201,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
                 "answer": {"model": spec, "source": source, "top_k": top_k if source == "memory" else None,
                            "prompt_version": answer.prompt_version, "config_key": answer.key(),
-                           "include_adversarial": include_adversarial, "started_at": utc_now()}}
+                           "include_adversarial": include_adversarial, "server": getattr(llm, "base_url", None),
+                           "batch": bool(calls and calls.batch), "started_at": utc_now()}}
     warnings: list[str] = []
     if source == "memory":
         manifest["ingestion"] = {"id": ingestion.run_id, "path": str(ingestion.path)}
@@ -211,10 +210,10 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
             check_run_worker(run, client.identity, has_results=bool(load_answers(run)))
             warnings = _check_ingested(client, ingestion, conversations, mode)
             run.update_manifest(worker=client.identity, **manifest)
-            summary = QARunner(answer, client=client, llm=llm).run(run, conversations, concurrency, progress)
+            summary = QARunner(answer, client=client, llm=llm).run(run, conversations, concurrency, progress, calls)
     else:
         run.create().update_manifest(**manifest)
-        summary = QARunner(answer, llm=llm).run(run, conversations, concurrency, progress)
+        summary = QARunner(answer, llm=llm).run(run, conversations, concurrency, progress, calls)
     outcome = answer_outcome(summary, n)
     outcome.notes += warnings
     usage = {"input_tokens": sum(r.input_tokens for r in summary.records if not r.cached),
@@ -266,14 +265,15 @@ def judge_outcome(judgements: list, protocol: str, total: int, skipped: int) -> 
 
 def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str | None = None, runs: int | None = None,
               llm_base_url: str | None = None, config_key: str | None = None, llm=None, progress: bool | None = None,
-              gold: str = "both", calibration_size: int = 100, dataset_path: str | None = None):
-    """Judge saved answers under the gold key(s), and the judge calibration set; returns the answer
-    judgements made now (None when no judge model is given).
+              gold: str = "both", calibration_size: int = 100, dataset_path: str | None = None,
+              calls=None, timeout: float | None = None):
+    """Judge saved answers under the gold key(s), and the judge calibration set, all through one call
+    pool (or one Message Batch); returns the answer judgements made now (None when no judge model is
+    given). ``llm_base_url`` is the judge's own server (never the answerer's).
 
     ``judge_model`` None (the default) judges nothing: judging costs money, so it runs only when a
     model is named (``anthropic/…``, ``openai/…``, or ``auto``: Anthropic when a key is set).
     """
-    from locomo_kit.costs import estimate
     from locomo_kit.llm import DEFAULT_JUDGE_MODEL, make_llm, resolve_auto
     from locomo_kit.qa.answering import load_answers
     from locomo_kit.scoring.gold_judging import audited_answers, calibration_answers
@@ -285,23 +285,23 @@ def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str | Non
         spec = resolve_auto(judge_model, DEFAULT_JUDGE_MODEL) if judge_model else "extractive"
         if spec == "extractive":
             return None
-        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path())
+        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
     judge = Judge(llm, protocol=protocol, runs=runs)
     answers = [a for a in load_answers(run, _answer_key(run, config_key)) if a["category"] != 5]
     extra = audited_answers(answers, gold, dataset_path) + calibration_answers(answers, calibration_size, dataset_path)
-    if judge.model.startswith("anthropic/"):
-        print(estimate(f"judging ({protocol}, estimate)", judge.model, (len(answers) + len(extra)) * judge.runs,
-                       450, 60).line())
-    judgements = judge_answers(run, judge, answers, progress)
-    extra_judgements = judge_answers(run, judge, extra, progress)
+    made = judge_answers(run, judge, answers + extra, progress, settings=calls)
+    keys = {a["config_key"] for a in answers}
+    judgements = [j for j in made if j.answer_config_key in keys]
     judgeable = [a for a in answers if a.get("gold")]
     outcome = judge_outcome(judgements, protocol, len(judgeable), len(judgeable) - len(judgements))
-    usage = {"input_tokens": sum(r["input_tokens"] for j in judgements + extra_judgements for r in j.runs if not r["cached"]),
-             "output_tokens": sum(r["output_tokens"] for j in judgements + extra_judgements for r in j.runs if not r["cached"])}
+    usage = {"input_tokens": sum(r["input_tokens"] for j in made for r in j.runs if not r["cached"]),
+             "output_tokens": sum(r["output_tokens"] for j in made for r in j.runs if not r["cached"])}
     run.update_manifest(judge={protocol: {"model": judge.model, "runs": judge.runs, "prompt_version": judge.prompt_version,
                                           "temperature_requested": judge.temperature, "judged_at": utc_now(),
                                           "gold": gold, "calibration_size": calibration_size,
-                                          "usage_this_call": usage, "outcome": outcome.as_record()}})
+                                          "server": getattr(llm, "base_url", None),
+                                          "batch": bool(calls and calls.batch), "usage_this_call": usage,
+                                          "outcome": outcome.as_record()}})
     return judgements
 
 
@@ -330,8 +330,10 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
             dataset_path: str | None = None, progress: bool | None = None, log: Callable[[str], None] = print,
-            ingest_id: str | None = None, calibration_size: int = 100, **extra: Any) -> PipelineResult:
+            calibration_size: int = 100, judge_base_url: str | None = None, calls=None, timeout: float | None = None,
+            ingest_id: str | None = None, **extra: Any) -> PipelineResult:
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
+    ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's.
 
     Each stage logs its one-line outcome. A stage that produced nothing raises
     :class:`~locomo_kit.outcome.StageFailed` (no report is written); partial results are reported
@@ -339,13 +341,17 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
     result-changing answer parameters (they name the run, see :class:`~locomo_kit.runs.RunConfig`).
     """
     from locomo_kit.llm import make_llm
+    from locomo_kit.llm.execute import preflight
 
     check_range("top_k", top_k, TOP_K_RANGE)
     if judge_runs is not None:
         check_range("judge runs", judge_runs, JUDGE_RUNS_RANGE)
-    for spec in (answer_model, judge_model):  # a missing key or SDK fails now, before any work is done
+    for spec, url in ((answer_model, llm_base_url), (judge_model, judge_base_url)):
+        # a missing key or SDK, a refused key or an unknown model fails now, before any work is done
         if spec and spec not in ("extractive", "auto"):
-            make_llm(spec, base_url=llm_base_url)
+            llm = make_llm(spec, base_url=url, timeout=timeout)
+            if calls is None or calls.preflight:
+                preflight(llm)
     outcomes: list[Outcome] = []
     config = run_config(sample, worker_url, mode, answer_model, top_k, **extra)
     run = resolve_run(config, run_id)
@@ -359,15 +365,16 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
     log(ingested.line())
     ingested.raise_if_empty()
     _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
-                            dataset_path=dataset_path, progress=progress, ingest_id=ingest_id, **extra)
+                            dataset_path=dataset_path, progress=progress, calls=calls, timeout=timeout,
+                            concurrency=calls.concurrency if calls else 4, ingest_id=ingest_id, **extra)
     outcomes.append(answers.outcome)
     log(answers.outcome.line())
     answers.outcome.raise_if_empty()
     scores = run_score(run, sample, dataset_path)
     log(f"score ok: {len(scores)} answers scored")
     if judge_model:
-        run_judge(run, judge_protocol, judge_model, judge_runs, llm_base_url, progress=progress,
-                  calibration_size=calibration_size, dataset_path=dataset_path)
+        run_judge(run, judge_protocol, judge_model, judge_runs, judge_base_url, progress=progress,
+                  calibration_size=calibration_size, dataset_path=dataset_path, calls=calls, timeout=timeout)
         judged = Outcome(**{k: v for k, v in run.manifest()["judge"][judge_protocol]["outcome"].items()
                             if k not in ("ok", "not_attempted")})
         outcomes.append(judged)

@@ -55,21 +55,42 @@ def _auth_rejected():
                                                      "message": "invalid x-api-key"}})])
 
 
-def test_failed_answers_exit_nonzero_with_the_reason_and_no_report(monkeypatch, capsys):
+def test_a_rejected_key_exits_nonzero_with_the_reason_and_no_report(monkeypatch, capsys):
     assert main(["run", "--sample", "conv-30"]) == 0  # an earlier, good run of another configuration
     capsys.readouterr()
     script = _auth_rejected()
     with serve(anthropic_app(script)) as url:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-rejected")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
-        code = main(["run", "--sample", "conv-30", "--paid"])
+        code = main(["run", "--sample", "conv-30", "--paid", "--yes"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "invalid x-api-key" in err
+    assert "official F1" not in out and "report:" not in out
+    assert len(script.requests) <= 4  # stopped before answering, not after 81 doomed calls
+    assert not list(Path(monkeypatch_outputs()).glob("runs/*claude-opus*/report.md"))
+
+
+def test_failed_answers_exit_nonzero_with_the_first_reason_and_no_report(capsys):
+    """The server accepts the preflight, then rejects every question: no report, exit 1, the reason."""
+    from llm_standins import openai_app, openai_completion
+
+    class RejectAfterPreflight(Script):
+        def next(self):
+            if len(self.requests) == 1:
+                return 200, openai_completion("OK")
+            return 400, {"error": {"message": "context too long", "type": "invalid_request_error"}}
+
+    assert main(["run", "--sample", "conv-30"]) == 0
+    capsys.readouterr()
+    with serve(openai_app(RejectAfterPreflight([]))) as url:
+        code = main(["run", "--sample", "conv-30", "--answer-model", "openai/local", "--llm-base-url", url + "/v1",
+                     "--retries", "0"])
     out, err = capsys.readouterr()
     assert code == 1
     assert "official F1" not in out and "report:" not in out
-    assert "invalid x-api-key" in err and "(and 80 more)" in err
     assert "answer FAILED: 0 questions done, 0 already done, 81 failed" in out
-    paid = [p for p in Path(monkeypatch_outputs()).glob("runs/*claude-opus*")]
-    assert paid and not (paid[0] / "report.md").exists()
+    assert "context too long" in err and "(and 80 more)" in err
+    assert not list(Path(monkeypatch_outputs()).glob("runs/*-local-*/report.md"))
 
 
 def monkeypatch_outputs() -> str:

@@ -1,7 +1,8 @@
 """What a report covers, compared with what was asked for: the banners at the top of report.md.
 
-A report over partial data says so before any number: sessions not ingested, questions not
-answered (with the first error and a count of the rest), answers not judged.
+A report over partial data says so before any number: sessions not ingested, and questions not
+answered (with the first error and a count of the rest). Judge calls still pending are announced
+by :func:`locomo_kit.report.markdown.pending_banner`.
 """
 
 from __future__ import annotations
@@ -65,8 +66,4 @@ def banners(run: RunFolder, conversations: list[Conversation], summary: dict[str
         lines.append(f"> **PARTIAL RESULTS: {c['questions_answered']} of {c['questions_expected']} questions were "
                      f"answered; {missing} failed or were not attempted.**{first} Every number below covers the "
                      f"{c['questions_answered']} answered questions only.")
-    for protocol, (judged, judgeable) in sorted(c["judged"].items()):
-        if judged < judgeable:
-            lines.append(f"> **PARTIAL JUDGING ({protocol}): {judged} of {judgeable} answers have a valid "
-                         "judgement.** J below covers those only.")
     return lines + [""] if lines else []

@@ -52,6 +52,23 @@ def sample_note(summary: dict) -> str:
     return f"Full benchmark: {convs} conversations, {n14} questions of categories 1-4."
 
 
+def pending_banner(run: RunFolder, include_answers: bool = True) -> list[str]:
+    """Lines for the top of the report when calls failed or questions have fewer valid judge runs than asked
+    (``include_answers`` False: judge calls only, when :func:`completeness.banners` covers the answers)."""
+    from locomo_kit.llm.pending import failed_answers, incomplete_judgements
+
+    out = []
+    n = failed_answers(run) if include_answers else 0
+    if n:
+        out.append(f"> **Incomplete: {n} question(s) have no answer (their answer calls failed).** They are missing "
+                   "from every number below; rerun the same command to retry exactly those calls.")
+    for protocol, (questions, calls) in incomplete_judgements(run).items():
+        why = f"{calls} judge call(s) failed and are pending" if calls else "some judge replies were unparseable"
+        out.append(f"> **J ({protocol}) is over partial data: {questions} question(s) have fewer valid judge runs "
+                   f"than asked ({why}).**" + (" Rerun the same command to retry exactly the failed calls." if calls else ""))
+    return [line for pair in zip(out, [""] * len(out)) for line in pair]
+
+
 def audited_section(s: dict) -> list[str]:
     """Both gold keys side by side, with the original key's per-category ceilings."""
     au = s.get("audited")
@@ -120,7 +137,8 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     floor = s["answerer"] == "extractive"
     config = m.get("config_label") or f"{s['answerer']}, top_k {s['top_k']}"
     lines = [f"# LoCoMo report: {s['run_id']}", "", f"Configuration: **{config}** (run id `{s['run_id']}`).", ""]
-    lines += banners(run, conversations, s)
+    # partial ingestion and unanswered questions (with the first error), then judge calls pending
+    lines += banners(run, conversations, s) + pending_banner(run, include_answers=False)
     coverage = diag.get("overall", {}).get("coverage@8")
     lines += [f"**Summary.** {', '.join(s['samples'])}: {s['questions']} questions answered by {label} from "
               f"{'memories retrieved from ' + str(m.get('worker', {}).get('name', 'the Worker')) if s['source'] == 'memory' else 'the full conversation'}"
