@@ -80,8 +80,9 @@ def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) ->
     page.goto(f"{base}/lab/tree/{name}.ipynb?token={TOKEN}")
     page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell')", timeout=120_000)
     page.wait_for_function(f"({KERNEL_STATUS})() === 'idle'", timeout=120_000)
-    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     start = time.monotonic()
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")  # not awaited
+    time.sleep(2)
     idle_since = None
     while time.monotonic() - start < timeout_s:
         status = page.evaluate(KERNEL_STATUS)
