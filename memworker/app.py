@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -223,6 +224,17 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
 
     app = FastAPI(title="memworker", version=__version__, lifespan=lifespan)
     app.state.service = svc
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException):
+        from http import HTTPStatus
+
+        error = HTTPStatus(exc.status_code).phrase.replace(" ", "") if exc.status_code in HTTPStatus._value2member_map_ \
+            else "HTTPError"
+        detail = str(exc.detail)
+        if exc.status_code == 400 and "parsing the body" in detail:  # e.g. JSON nested beyond the parser's limit
+            return JSONResponse({"error": "ValidationError", "issues": [{"path": "", "message": f"Unreadable JSON body: {detail}"}]}, 400)
+        return JSONResponse({"error": error, "message": detail}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
