@@ -300,7 +300,7 @@ def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: b
         if left[i] == 0:
             a = plan[i][0]
             j = judge.judgement(a, got[i], failed[i])
-            if j.warning:
+            if j.warning and not j.failed_runs:  # failed calls get one summary below, not a line per question
                 warnings.warn(f"{a['sample_id']} q{a['question_index']}: {j.warning}")
             run.append(JUDGEMENTS_FILE, asdict(j))
             out.append(j)
@@ -308,6 +308,11 @@ def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: b
     execute(judge.llm, requests, on_result, stage=f"judging ({judge.protocol})", settings=settings,
             output_per_call=JUDGE_OUTPUT_TOKENS.get(judge.protocol, 45), run=run, already_done=done_calls, log=log,
             progress=progress)
+    incomplete = [j for j in out if j.failed_runs]
+    if incomplete:
+        first = incomplete[0].failed_runs[0]["error"]
+        warnings.warn(f"{sum(len(j.failed_runs) for j in incomplete)} judge calls failed for {len(incomplete)} "
+                      f"question(s) and are pending (first error: {first}); rerun the same command to retry them")
     return out
 
 
