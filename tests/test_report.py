@@ -89,6 +89,7 @@ def test_judged_report_places_j_beside_mem0_only_for_the_mem0_protocol(reported_
     assert "| Mem0 (Mem0 paper) | 67.13 | 55.51 | 51.15 | 72.93 | 66.88 |" in text
     overall = next(r for r in summary["judge"]["playbook"] if r["category"] == "overall")
     assert overall["mean"] == pytest.approx(70.0) and overall["pooled_run_std"] == pytest.approx(statistics.stdev([60, 80]))
+    assert overall["pooled_run_std_population"] == pytest.approx(statistics.pstdev([60, 80]))
     assert "**not comparable** to Mem0's binary J" in text
     mem0_overall = next(r for r in summary["judge"]["mem0"] if r["category"] == "overall")
     assert mem0_overall["runs"] == 2 and 0 <= mem0_overall["mean"] <= 100
