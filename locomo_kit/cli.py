@@ -45,20 +45,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
         answer_model = answer_model if answer_model != "extractive" else "anthropic/claude-opus-4-6"
         judge_model = judge_model or "anthropic/claude-sonnet-4-6"
     run, report, figures, summary = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model,
-                                            judge_model, args.judge_protocol, args.judge_runs, args.top_k,
-                                            args.llm_base_url, calibration_size=args.calibration_size)
+                                            judge_model, args.judge_protocol or "playbook", args.judge_runs,
+                                            args.top_k, args.answer_base_url, calibration_size=args.calibration_size,
+                                            judge_base_url=args.judge_base_url, calls=_call_settings(args),
+                                            timeout=args.timeout)
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     print(f"official F1 {f1['mean']:.1f}% over {summary['questions']} questions ({summary['answerer_label']})")
     print(f"report:  {report}")
     print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")
-    return 0
+    return _pending_calls_exit(run)
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_answer
 
     run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, args.top_k,
-                              args.source, args.include_adversarial, args.concurrency, args.llm_base_url)
+                              args.source, args.include_adversarial, args.concurrency, args.answer_base_url,
+                              calls=_call_settings(args), timeout=args.timeout)
     print(summary.line())
     print(f"run folder: {run.path}")
     return 1 if summary.failed else 0
@@ -79,6 +82,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from locomo_kit.scoring.gold import keys_for
     from locomo_kit.scoring.score_run import load_scores
 
+    if args.judge_protocol and not args.judge_model:
+        raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model (e.g. anthropic/claude-sonnet-4-6)")
     run = _existing_run(args)
     key = run_score(run, args.sample, gold=args.gold)[0].config_key
     for gold_key in keys_for(args.gold):
@@ -91,16 +96,44 @@ def _cmd_score(args: argparse.Namespace) -> int:
         from locomo_kit.scoring.calibration import calibration_rates
         from locomo_kit.scoring.judge import load_judgements
 
-        made = run_judge(run, args.judge_protocol, args.judge_model, args.judge_runs, args.llm_base_url,
-                         gold=args.gold, calibration_size=args.calibration_size)
-        print(f"judged {len(made or [])} answers ({args.judge_protocol})")
-        for r in calibration_rates(load_judgements(run, args.judge_protocol)):
+        protocol = args.judge_protocol or "playbook"
+        made = run_judge(run, protocol, args.judge_model, args.judge_runs, args.judge_base_url, gold=args.gold,
+                         calibration_size=args.calibration_size, calls=_call_settings(args), timeout=args.timeout)
+        print(f"judged {len(made or [])} answers ({protocol})")
+        for r in calibration_rates(load_judgements(run, protocol)):
             print(f"calibration {r['protocol']} {r['judge_model']} {r['kind']:<14} {r['rate_name']} "
                   f"{r['rate'] if r['rate'] is None else round(r['rate'], 1)}% of {r['items']} "
                   f"[{r['ci_low'] if r['ci_low'] is None else round(r['ci_low'], 1)}, "
                   f"{r['ci_high'] if r['ci_high'] is None else round(r['ci_high'], 1)}]")
     print(f"run folder: {run.path}")
-    return 0
+    return _pending_calls_exit(run) if args.judge_model else 0
+
+
+def _call_settings(args: argparse.Namespace):
+    """The paid-call options as CallSettings: on a terminal the plan is confirmed unless --yes;
+    elsewhere spending needs --yes."""
+    from locomo_kit.llm.execute import CallSettings
+
+    def confirm(plan_line: str) -> bool:
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            raise CliError("not on a terminal, so the plan above cannot be confirmed: pass --yes to spend "
+                           "(and --max-cost USD to cap it)")
+        return input("Spend this? [y/N] ").strip().lower() in ("y", "yes")
+
+    return CallSettings(concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, retries=args.retries, batch=args.batch,
+                        poll_interval=args.batch_poll, max_cost=args.max_cost, confirm=confirm)
+
+
+def _pending_calls_exit(run) -> int:
+    """1 (with the reason) while answer or judge calls of the run are still failing, else 0."""
+    from locomo_kit.llm.pending import pending_calls
+
+    lines = pending_calls(run)
+    for line in lines:
+        print(f"locomo-kit: {line}", file=sys.stderr)
+    return 1 if lines else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -147,16 +180,40 @@ def _answer_options(p: argparse.ArgumentParser, default_model: str) -> None:
     p.add_argument("--answer-model", default=default_model,
                    help=f"extractive, auto, anthropic/<model> or openai/<model> (default {default_model})")
     p.add_argument("--top-k", type=int, default=8, help="memories retrieved per question (8)")
-    p.add_argument("--llm-base-url", help="base URL of an OpenAI-compatible server for openai/<model>")
+    p.add_argument("--answer-base-url", "--llm-base-url", dest="answer_base_url",
+                   help="the answerer's server: an OpenAI-compatible base URL for openai/<model> "
+                   "(http://127.0.0.1:8000/v1), or an Anthropic API address (default $ANTHROPIC_BASE_URL)")
 
 
 def _judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-model", help="anthropic/<model> or openai/<model>; judging is skipped without one")
-    p.add_argument("--judge-protocol", choices=["playbook", "mem0", "strict"], default="playbook",
-                   help="playbook (0-100), mem0 (lenient CORRECT/WRONG, Mem0's), strict (CORRECT/WRONG) (playbook)")
+    p.add_argument("--judge-protocol", choices=["playbook", "mem0", "strict"],
+                   help="playbook (0-100), mem0 (lenient CORRECT/WRONG, Mem0's), strict (CORRECT/WRONG) "
+                   "(playbook; needs --judge-model)")
     p.add_argument("--calibration-size", type=int, default=100,
                    help="questions of the judge calibration set graded in every judged run (100; 0 = none)")
     p.add_argument("--judge-runs", type=int, help="judge runs per question (10 for both protocols, as the Mem0 paper)")
+    p.add_argument("--judge-base-url", help="the judge's own server (never the answerer's): an OpenAI-compatible "
+                   "base URL for openai/<model>, or an Anthropic API address (default $ANTHROPIC_BASE_URL)")
+
+
+def _call_options(p: argparse.ArgumentParser) -> None:
+    from locomo_kit.llm.execute import DEFAULT_CONCURRENCY
+
+    g = p.add_argument_group("paid calls", "Every paid stage prints its plan (calls still needed, tokens, cost) "
+                             "and asks on a terminal before spending.")
+    g.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                   help=f"LLM calls in flight at once, across questions (default {DEFAULT_CONCURRENCY})")
+    g.add_argument("--rpm", type=float, help="cap on requests per minute (default: none; 429s slow the pool down)")
+    g.add_argument("--tpm", type=float, help="cap on input tokens per minute (default: none)")
+    g.add_argument("--timeout", type=float, help="seconds per LLM call (default 120)")
+    g.add_argument("--retries", type=int, default=6, help="retries per call on 429/5xx/timeouts (6), with jittered "
+                   "back-off honouring retry-after; a call that still fails stays pending for the next run")
+    g.add_argument("--batch", action="store_true", help="Anthropic Message Batches: one batch per stage, half price, "
+                   "results within 24 h; a rerun resumes the recorded batch")
+    g.add_argument("--batch-poll", type=float, default=30.0, help="seconds between batch status polls (30)")
+    g.add_argument("--yes", "-y", action="store_true", help="spend without asking (needed when not on a terminal)")
+    g.add_argument("--max-cost", type=float, metavar="USD", help="refuse a stage whose plan may cost more than USD")
 
 
 def _worker_options(p: argparse.ArgumentParser) -> None:
@@ -244,14 +301,15 @@ def build_parser() -> argparse.ArgumentParser:
     _answer_options(ans, "auto")
     ans.add_argument("--source", choices=["memory", "full-context"], default="memory", help="(memory)")
     ans.add_argument("--include-adversarial", action="store_true", help="also answer category 5")
-    ans.add_argument("--concurrency", type=int, default=4, help="parallel LLM calls (4)")
+    _call_options(ans)
     ans.set_defaults(func=_cmd_answer)
     sc = sub.add_parser("score", help="score saved answers (F1s, diagnostics) and optionally judge them",
                         description="Score a run's saved answers: official LoCoMo F1, Mem0 F1 and BLEU-1, retrieval "
                         "diagnostics; with --judge-model also LLM-as-a-Judge. Never queries the Worker.")
     _worker_options(sc)
     _judge_options(sc)
-    sc.add_argument("--llm-base-url", help="base URL of an OpenAI-compatible judge server")
+    _call_options(sc)
+    sc.add_argument("--llm-base-url", dest="judge_base_url", help="the same as --judge-base-url")
     sc.add_argument("--gold", choices=["original", "audited", "both"], default="both",
                     help="gold key: original (the released answers, comparable to published numbers), audited "
                     "(the LoCoMo audit's corrected answers and evidence ids), or both (default)")
@@ -266,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     _worker_options(run)
     _answer_options(run, "extractive")
     _judge_options(run)
+    _call_options(run)
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
     _add_compare(sub)

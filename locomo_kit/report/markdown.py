@@ -51,6 +51,22 @@ def sample_note(summary: dict) -> str:
     return f"Full benchmark: {convs} conversations, {n14} questions of categories 1-4."
 
 
+def pending_banner(run: RunFolder) -> list[str]:
+    """Lines for the top of the report when calls failed or questions have fewer valid judge runs than asked."""
+    from locomo_kit.llm.pending import failed_answers, incomplete_judgements
+
+    out = []
+    n = failed_answers(run)
+    if n:
+        out.append(f"> **Incomplete: {n} question(s) have no answer (their answer calls failed).** They are missing "
+                   "from every number below; rerun the same command to retry exactly those calls.")
+    for protocol, (questions, calls) in incomplete_judgements(run).items():
+        why = f"{calls} judge call(s) failed and are pending" if calls else "some judge replies were unparseable"
+        out.append(f"> **J ({protocol}) is over partial data: {questions} question(s) have fewer valid judge runs "
+                   f"than asked ({why}).**" + (" Rerun the same command to retry exactly the failed calls." if calls else ""))
+    return [line for pair in zip(out, [""] * len(out)) for line in pair]
+
+
 def audited_section(s: dict) -> list[str]:
     """Both gold keys side by side, with the original key's per-category ceilings."""
     au = s.get("audited")
@@ -117,7 +133,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     diag = _by_cat(s["diagnostics"])
     label = s["answerer_label"]
     floor = s["answerer"] == "extractive"
-    lines = [f"# LoCoMo report: {s['run_id']}", ""]
+    lines = [f"# LoCoMo report: {s['run_id']}", ""] + pending_banner(run)
     coverage = diag.get("overall", {}).get("coverage@8")
     lines += [f"**Summary.** {', '.join(s['samples'])}: {s['questions']} questions answered by {label} from "
               f"{'memories retrieved from ' + str(m.get('worker', {}).get('name', 'the Worker')) if s['source'] == 'memory' else 'the full conversation'}"

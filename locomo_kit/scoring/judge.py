@@ -26,9 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from tqdm.auto import tqdm
-
 from locomo_kit.llm import LLM, LLMError
+from locomo_kit.llm.base import Completion, LLMRequest
+from locomo_kit.llm.execute import CallSettings, execute
+from locomo_kit.llm.pool import CallOutcome
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.scoring.judge_prompts import STRICT_PROMPT, STRICT_VERSION
 
@@ -37,6 +38,7 @@ PROTOCOLS = ("playbook", "mem0", "strict")
 BINARY_PROTOCOLS = ("mem0", "strict")
 MIN_OK_RUNS = 5
 SENTINEL = -1.0
+JUDGE_OUTPUT_TOKENS = {"playbook": 45, "mem0": 40, "strict": 40}  # typical reply length, for the cost plan
 
 PLAYBOOK_VERSION = "judge-playbook-v1"
 PLAYBOOK_SYSTEM = """You are a strict grader of answers to questions about a long conversation between two people.
@@ -150,6 +152,8 @@ class Judgement:
     n_runs: int
     warning: str | None
     params: dict = field(default_factory=dict)
+    status: str = "complete"  # complete | incomplete (some calls failed: pending, retried by the next run)
+    failed_runs: list[dict] = field(default_factory=list)  # {"run", "error"}: calls that failed, not scores
     created_at: str = field(default_factory=utc_now)
 
 
@@ -167,38 +171,63 @@ class Judge:
     def model(self) -> str:
         return f"{self.llm.provider}/{self.llm.model}"
 
-    def _call(self, record: dict, run: int) -> JudgeRun:
+    def request(self, record: dict, run: int) -> LLMRequest:
+        """The call for judge run ``run`` of an answer record (the run index salts the cache key)."""
         if self.protocol == "playbook":
             system = PLAYBOOK_SYSTEM
             user = playbook_user_prompt(record["question"], str(record["gold"]), str(record["prediction"]),
                                         record["category_name"])
-            parse = parse_playbook
         else:
             system = ""
             template = STRICT_PROMPT if self.protocol == "strict" else MEM0_PROMPT
             user = template.format(question=record["question"], gold=record["gold"], prediction=record["prediction"])
-            parse = parse_mem0
-        kwargs = {"prompt_version": self.prompt_version, "salt": f"run-{run}"} if hasattr(self.llm, "cache") else {}
-        try:
-            c = self.llm.complete([{"role": "user", "content": user}], system=system, max_tokens=self.max_tokens,
-                                  temperature=self.temperature, **kwargs)
-        except LLMError as exc:
-            return JudgeRun(run, SENTINEL, "", f"{type(exc).__name__}: {exc}")
-        score, explanation, error = parse(c.text)
-        return JudgeRun(run, score, explanation, error, c.input_tokens, c.output_tokens, c.cached, c.params)
+        return LLMRequest([{"role": "user", "content": user}], system=system, max_tokens=self.max_tokens,
+                          temperature=self.temperature, prompt_version=self.prompt_version, salt=f"run-{run}")
 
-    def judge(self, record: dict) -> Judgement:
-        results: list[JudgeRun] = []
-        with ThreadPoolExecutor(max_workers=self.batch) as pool:
-            for start in range(0, self.runs, self.batch):
-                results += list(pool.map(lambda r: self._call(record, r), range(start, min(self.runs, start + self.batch))))
-        agg = aggregate_runs([r.score for r in results], min_ok=min(MIN_OK_RUNS, self.runs))
+    def parse(self, text: str) -> tuple[float, str, str | None]:
+        return parse_playbook(text) if self.protocol == "playbook" else parse_mem0(text)
+
+    def judge_run(self, run: int, completion: Completion) -> JudgeRun:
+        """A judge run from a reply (an unparseable reply is the protocol's -1 sentinel, with its error)."""
+        score, explanation, error = self.parse(completion.text)
+        return JudgeRun(run, score, explanation, error, completion.input_tokens, completion.output_tokens,
+                        completion.cached, completion.params)
+
+    def _call(self, record: dict, run: int) -> JudgeRun | dict:
+        r = self.request(record, run)
+        kwargs = {"prompt_version": r.prompt_version, "salt": r.salt} if hasattr(self.llm, "cache") else {}
+        try:
+            c = self.llm.complete(r.messages, system=r.system, max_tokens=r.max_tokens, temperature=r.temperature,
+                                  **kwargs)
+        except LLMError as exc:
+            return {"run": run, "error": f"{type(exc).__name__}: {exc}"}
+        return self.judge_run(run, c)
+
+    def judgement(self, record: dict, runs: list[JudgeRun], failed: list[dict]) -> Judgement:
+        """A question's judgement from its completed runs; ``failed`` calls stay pending (not scores)."""
+        runs = sorted(runs, key=lambda r: r.run)
+        agg = aggregate_runs([r.score for r in runs], min_ok=min(MIN_OK_RUNS, self.runs))
+        warning = agg["warning"]
+        if failed:
+            warning = "; ".join(filter(None, [f"{len(failed)} of {self.runs} judge calls failed (pending: rerun "
+                                              "to retry them)", warning]))
         return Judgement(sample_id=record["sample_id"], question_index=int(record["question_index"]),
                          category=int(record["category"]), protocol=self.protocol, judge_model=self.model,
                          prompt_version=self.prompt_version, answer_config_key=record["config_key"],
-                         answerer=record["answerer"], runs=[asdict(r) for r in results], mean=agg["mean"],
-                         std=agg["std"], n_ok=agg["n_ok"], n_runs=self.runs, warning=agg["warning"],
-                         params=next((r.params for r in results if r.params), {}))
+                         answerer=record["answerer"], runs=[asdict(r) for r in runs], mean=agg["mean"],
+                         std=agg["std"], n_ok=agg["n_ok"], n_runs=self.runs, warning=warning,
+                         params=next((r.params for r in runs if r.params), {}),
+                         status="incomplete" if failed else "complete",
+                         failed_runs=sorted(failed, key=lambda f: f["run"]))
+
+    def judge(self, record: dict) -> Judgement:
+        """Judge one answer now (``batch`` runs at a time); :func:`judge_answers` judges many through one pool."""
+        results: list = []
+        with ThreadPoolExecutor(max_workers=self.batch) as pool:
+            for start in range(0, self.runs, self.batch):
+                results += list(pool.map(lambda r: self._call(record, r), range(start, min(self.runs, start + self.batch))))
+        return self.judgement(record, [r for r in results if isinstance(r, JudgeRun)],
+                              [r for r in results if isinstance(r, dict)])
 
     def judgement_key(self, record: dict) -> tuple:
         return (record["sample_id"], int(record["question_index"]), self.protocol, self.model, self.prompt_version,
@@ -210,19 +239,69 @@ def _key_of(j: dict) -> tuple:
             j["answer_config_key"], j["n_runs"])
 
 
-def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: bool | None = None) -> list[Judgement]:
-    """Judge saved answers of categories 1-4 (never the Worker); skips questions already judged the same way."""
+def failed_runs(j: dict) -> list[dict]:
+    """The calls of a stored judgement that failed (and are pending). Records written before failures
+    were kept apart stored a failed call as a -1 run with an API error: those count as failed too."""
+    if "failed_runs" in j:
+        return list(j["failed_runs"])
+    return [{"run": r["run"], "error": r["error"]} for r in j.get("runs", [])
+            if r.get("score") == SENTINEL and r.get("error") and not str(r["error"]).startswith("unparseable")]
+
+
+def completed_runs(j: dict) -> list[JudgeRun]:
+    failed = {f["run"] for f in failed_runs(j)}
+    fields = set(JudgeRun.__dataclass_fields__)
+    return [JudgeRun(**{k: v for k, v in r.items() if k in fields}) for r in j.get("runs", []) if r["run"] not in failed]
+
+
+def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: bool | None = None,
+                  settings: CallSettings | None = None, log=print) -> list[Judgement]:
+    """Judge saved answers of categories 1-4 (never the Worker) through one shared call pool (or
+    Message Batches): all runs of all questions at once. Questions already judged the same way are
+    skipped; for a question with failed calls only those calls are made again."""
     if any(a.get("answerer") == judge.model for a in answers):
         warnings.warn(f"judge model {judge.model} is also the answerer: self-judging inflates J")
-    done = {_key_of(j) for j in run.records(JUDGEMENTS_FILE)}
-    todo = [a for a in answers if a["category"] != 5 and a.get("gold") and judge.judgement_key(a) not in done]
-    out = []
-    for a in tqdm(todo, desc=f"judge ({judge.protocol})", unit="q", disable=True if progress is False else None):
-        j = judge.judge(a)
-        if j.warning:
-            warnings.warn(f"{a['sample_id']} q{a['question_index']}: {j.warning}")
-        run.append(JUDGEMENTS_FILE, asdict(j))
-        out.append(j)
+    latest = {_key_of(j): j for j in run.records(JUDGEMENTS_FILE)}
+    plan: list[tuple[dict, list[JudgeRun], list[int]]] = []
+    for a in answers:
+        if a["category"] == 5 or not a.get("gold"):
+            continue
+        previous = latest.get(judge.judgement_key(a))
+        if previous is None:
+            plan.append((a, [], list(range(judge.runs))))
+        elif failed_runs(previous):
+            plan.append((a, completed_runs(previous), [f["run"] for f in failed_runs(previous)]))
+    requests, owner = [], {}
+    for i, (a, _, todo_runs) in enumerate(plan):
+        for r in todo_runs:
+            req = judge.request(a, r)
+            owner[id(req)] = (i, r)
+            requests.append(req)
+    judged = sum(1 for a in answers if a["category"] != 5 and a.get("gold")) - len(plan)
+    done_calls = judged * judge.runs + sum(len(kept) for _, kept, _ in plan)  # recorded in the run folder
+    got: dict[int, list[JudgeRun]] = {i: list(kept) for i, (_, kept, _) in enumerate(plan)}
+    failed: dict[int, list[dict]] = {i: [] for i in range(len(plan))}
+    left = {i: len(todo_runs) for i, (_, _, todo_runs) in enumerate(plan)}
+    out: list[Judgement] = []
+
+    def on_result(outcome: CallOutcome) -> None:
+        i, r = owner[id(outcome.request)]
+        if outcome.completion is not None:
+            got[i].append(judge.judge_run(r, outcome.completion))
+        else:
+            failed[i].append({"run": r, "error": outcome.error})
+        left[i] -= 1
+        if left[i] == 0:
+            a = plan[i][0]
+            j = judge.judgement(a, got[i], failed[i])
+            if j.warning:
+                warnings.warn(f"{a['sample_id']} q{a['question_index']}: {j.warning}")
+            run.append(JUDGEMENTS_FILE, asdict(j))
+            out.append(j)
+
+    execute(judge.llm, requests, on_result, stage=f"judging ({judge.protocol})", settings=settings,
+            output_per_call=JUDGE_OUTPUT_TOKENS.get(judge.protocol, 45), run=run, already_done=done_calls, log=log,
+            progress=progress)
     return out
 
 
