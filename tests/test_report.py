@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import threading
+from collections import Counter
 
 import pytest
 
@@ -81,9 +83,16 @@ def test_judged_report_places_j_beside_mem0_only_for_the_mem0_protocol(reported_
     labels = iter(["CORRECT", "WRONG"] * 1000)
     llm = ScriptedLLM(lambda s, p: json.dumps({"label": next(labels)}), model="judge-x")
     run_judge(run, "mem0", runs=2, llm=llm, progress=False)
-    scores = iter([60, 80] * 1000)
-    run_judge(run, "playbook", runs=2, llm=ScriptedLLM(lambda s, p: json.dumps({"score": next(scores)}), model="judge-y"),
-              progress=False)
+    # each question's first run scores 60 and its second 80, whatever order the call pool takes them in
+    calls_per_prompt: Counter = Counter()
+    lock = threading.Lock()
+
+    def alternate(system: str, prompt: str) -> str:
+        with lock:
+            calls_per_prompt[prompt] += 1
+            return json.dumps({"score": 60 if calls_per_prompt[prompt] % 2 else 80})
+
+    run_judge(run, "playbook", runs=2, llm=ScriptedLLM(alternate, model="judge-y"), progress=False)
     report, _, summary = run_report(run, "conv-26")
     text = report.read_text()
     assert "| Mem0 (Mem0 paper) | 67.13 | 55.51 | 51.15 | 72.93 | 66.88 |" in text
