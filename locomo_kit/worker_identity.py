@@ -17,10 +17,10 @@ from typing import Any
 
 from locomo_kit import adapter
 from locomo_kit.dataset import Conversation
+from locomo_kit.ingest import INGEST_FILE, done_sessions
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.worker_client import WorkerClient
 
-INGEST_FILE = "ingest.jsonl"
 # settings that say where a Worker runs, not what it answers
 PLACEMENT_SETTINGS = frozenset({"host", "port", "db_path", "token", "llm_api_key", "log_level", "max_body_bytes"})
 
@@ -76,18 +76,6 @@ def check_run_worker(run: RunFolder, identity: dict[str, Any], has_results: bool
             f"with --run-id NAME (or delete {run.path} to start this run again).")
 
 
-def _done_sessions(ingestion: RunFolder, sample_id: str, mode: str) -> dict[int, dict]:
-    done: dict[int, dict] = {}
-    for rec in ingestion.records(INGEST_FILE):
-        if rec.get("sample_id") != sample_id:
-            continue
-        if rec.get("kind") == "reset":
-            done.clear()
-        elif rec.get("mode") == mode and rec.get("status") == "ok":
-            done[int(rec["session"])] = rec
-    return done
-
-
 def check_ingestion_held(client: WorkerClient, ingestion: RunFolder, conversations: list[Conversation], mode: str,
                          identity: dict[str, Any]) -> list[str]:
     """Check that the Worker still holds what ``ingestion`` recorded, conversation by conversation.
@@ -100,7 +88,7 @@ def check_ingestion_held(client: WorkerClient, ingestion: RunFolder, conversatio
     old_instance, new_instance = recorded.get("instance_id"), identity.get("instance_id")
     notes = []
     for conv in conversations:
-        done = _done_sessions(ingestion, conv.sample_id, mode)
+        done = done_sessions(ingestion, conv.sample_id, mode)
         if not done:
             continue
         project = adapter.project_name(conv.sample_id)
@@ -129,4 +117,4 @@ def check_ingestion_held(client: WorkerClient, ingestion: RunFolder, conversatio
 
 def ingestion_state(ingestion: RunFolder, conv: Conversation, mode: str) -> tuple[int, int]:
     """(sessions recorded ok, sessions in the conversation)."""
-    return len(_done_sessions(ingestion, conv.sample_id, mode)), len(conv.sessions)
+    return len(done_sessions(ingestion, conv.sample_id, mode)), len(conv.sessions)
