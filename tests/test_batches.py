@@ -157,3 +157,12 @@ def test_answering_with_batch_makes_one_submission(tmp_path, monkeypatch, capsys
     assert len(records) == 81 and all(r["status"] == "ok" and r["prediction"].startswith("stand-in answer")
                                       for r in records)
     assert "questions answered: 0, failed: 0, already done: 81" in capsys.readouterr().out
+
+
+def test_batch_needs_an_anthropic_model(tmp_path):
+    from locomo_kit.llm import ScriptedLLM
+    from locomo_kit.llm.base import LLMConfigError
+
+    llm = ScriptedLLM(['{"score": 5}'], model="local")
+    with pytest.raises(LLMConfigError, match="--batch needs an anthropic/<model>"):
+        judge_answers(RunFolder("r", root=tmp_path), Judge(llm, "playbook", runs=1), answers(2), settings=BATCH, **QUIET)
