@@ -41,9 +41,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.paid:
         answer_model = answer_model if answer_model != "extractive" else "anthropic/claude-opus-4-6"
         judge_model = judge_model or "anthropic/claude-sonnet-4-6"
+    top_k, budget = _retrieval(args)
     run, report, figures, summary = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model,
-                                            judge_model, args.judge_protocol, args.judge_runs, args.top_k,
-                                            args.llm_base_url)
+                                            judge_model, args.judge_protocol, args.judge_runs, top_k,
+                                            args.llm_base_url, context_budget=budget)
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     print(f"official F1 {f1['mean']:.1f}% over {summary['questions']} questions ({summary['answerer_label']})")
     print(f"report:  {report}")
@@ -54,8 +55,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_answer(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_answer
 
-    run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, args.top_k,
-                              args.source, args.include_adversarial, args.concurrency, args.llm_base_url)
+    top_k, budget = _retrieval(args)
+    run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, top_k,
+                              args.source, args.include_adversarial, args.concurrency, args.llm_base_url,
+                              context_budget=budget)
     print(summary.line())
     print(f"run folder: {run.path}")
     return 1 if summary.failed else 0
@@ -95,10 +98,29 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+DEFAULT_CONTEXT_BUDGET = 1000
+BUDGET_LIMIT = 100  # the most results one search returns (memworker's cap)
+
+
+def _retrieval(args: argparse.Namespace) -> tuple[int, int | None]:
+    """(top_k, context_budget): a budget of 1,000 tokens by default, ``--top-k`` alone means top-k."""
+    if args.context_budget is not None and args.context_budget < 1:
+        raise CliError("--context-budget must be a positive number of tokens")
+    if args.top_k is not None and args.top_k < 1:
+        raise CliError("--top-k must be at least 1")
+    if args.context_budget is None and args.top_k is not None:
+        return args.top_k, None
+    return min(args.top_k or BUDGET_LIMIT, BUDGET_LIMIT), args.context_budget or DEFAULT_CONTEXT_BUDGET
+
+
 def _answer_options(p: argparse.ArgumentParser, default_model: str) -> None:
     p.add_argument("--answer-model", default=default_model,
                    help=f"extractive, auto, anthropic/<model> or openai/<model> (default {default_model})")
-    p.add_argument("--top-k", type=int, default=8, help="memories retrieved per question (8)")
+    p.add_argument("--context-budget", type=int, metavar="TOKENS",
+                   help=f"tokens of memories per question (default {DEFAULT_CONTEXT_BUDGET} unless --top-k is given); "
+                   "memworker merges hits into spans of whole turns, other Workers' results are cut to fit")
+    p.add_argument("--top-k", type=int, help="memories retrieved per question instead of a budget "
+                   f"(with --context-budget: at most this many; default {BUDGET_LIMIT})")
     p.add_argument("--llm-base-url", help="base URL of an OpenAI-compatible server for openai/<model>")
 
 

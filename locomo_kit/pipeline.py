@@ -73,8 +73,11 @@ def llm_cache_path():
 def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
                run_id: str | None = None, answer_model: str = "auto", top_k: int = 8, source: str = "memory",
                include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
-               dataset_path: str | None = None, progress: bool | None = None, llm=None):
-    """Answer every question of ``sample`` (resumable). ``llm`` overrides the model (tests)."""
+               dataset_path: str | None = None, progress: bool | None = None, llm=None,
+               context_budget: int | None = None):
+    """Answer every question of ``sample`` (resumable). ``llm`` overrides the model (tests).
+
+    ``context_budget``: tokens of memories per question (``top_k`` then only caps their number)."""
     from locomo_kit.costs import estimate
     from locomo_kit.dataset import questions
     from locomo_kit.llm import DEFAULT_ANSWER_MODEL, make_llm, resolve_auto
@@ -84,15 +87,17 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     spec = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL) if llm is None else f"{llm.provider}/{llm.model}"
     if llm is None and spec != "extractive":
         llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path())
-    config = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial)
+    config = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial,
+                          context_budget=context_budget)
     n = sum(len(questions(c, include_adversarial)) for c in conversations)
     if spec.startswith("anthropic/"):
-        per_call = 300 + (top_k * 90 if source == "memory" else 26_000)
+        per_call = 300 + ((context_budget or top_k * 90) if source == "memory" else 26_000)
         print(estimate("answering (estimate, before cache hits)", spec, n, per_call, 20).line())
     run = resolve_run(sample, mode, worker_url, run_id)
     manifest = {"parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
-                "answer": {"model": spec, "source": source, "top_k": top_k, "prompt_version": config.prompt_version,
+                "answer": {"model": spec, "source": source, "top_k": top_k, "context_budget": context_budget,
+                           "prompt_version": config.prompt_version,
                            "config_key": config.key(), "include_adversarial": include_adversarial,
                            "started_at": utc_now()}}
     if source == "memory":
@@ -161,7 +166,8 @@ def run_report(run: RunFolder, sample: str, dataset_path: str | None = None):
 def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript", run_id: str | None = None,
             answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
-            dataset_path: str | None = None, progress: bool | None = None, log=print):
+            dataset_path: str | None = None, progress: bool | None = None, log=print,
+            context_budget: int | None = None):
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report."""
     from locomo_kit.llm import make_llm
 
@@ -172,7 +178,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
     for line in ingest_summary.lines():
         log(line)
     _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
-                            dataset_path=dataset_path, progress=progress)
+                            dataset_path=dataset_path, progress=progress, context_budget=context_budget)
     log(answers.line())
     scores = run_score(run, sample, dataset_path)
     log(f"scored {len(scores)} answers")

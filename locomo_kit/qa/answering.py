@@ -19,7 +19,7 @@ from locomo_kit import adapter
 from locomo_kit.dataset import Conversation, Question, questions
 from locomo_kit.ingest import progress_enabled
 from locomo_kit.llm import LLM, LLMError
-from locomo_kit.qa.context import approx_tokens, format_context
+from locomo_kit.qa.context import approx_tokens, fit_budget, format_context
 from locomo_kit.qa.extractive import ExtractiveAnswerer
 from locomo_kit.qa.prompts import (
     ANSWER_PROMPT_VERSION,
@@ -42,6 +42,7 @@ class AnswerConfig:
     answer_model: str = "extractive"  # resolved: extractive, anthropic/<m>, openai/<m>, fake/<m>
     top_k: int = 8
     include_adversarial: bool = False
+    context_budget: int | None = None  # tokens of memories per question; then top_k only caps the count
 
     @property
     def prompt_version(self) -> str:
@@ -50,8 +51,10 @@ class AnswerConfig:
         return FULL_CONTEXT_PROMPT_VERSION if self.source == "full-context" else ANSWER_PROMPT_VERSION
 
     def key(self) -> str:
-        blob = json.dumps([self.source, self.answer_model, self.top_k if self.source == "memory" else None,
-                           self.prompt_version])
+        parts = [self.source, self.answer_model, self.top_k if self.source == "memory" else None, self.prompt_version]
+        if self.context_budget is not None and self.source == "memory":
+            parts.append({"context_budget": self.context_budget})
+        blob = json.dumps(parts)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -73,6 +76,7 @@ class AnswerRecord:
     prompt_version: str
     config_key: str
     top_k: int | None
+    context_budget: int | None = None
     retrieved: list[dict] = field(default_factory=list)  # id, content, source_turns, score
     memories_used: int = 0
     search_latency_ms: float | None = None
@@ -133,7 +137,8 @@ class QARunner:
                             category_name=q.category_name, gold=q.answer, adversarial_answer=q.adversarial_answer,
                             evidence=list(q.evidence), source=c.source, answerer=c.answer_model,
                             answerer_label=self.label, prompt_version=c.prompt_version, config_key=c.key(),
-                            top_k=c.top_k if c.source == "memory" else None, **kw)
+                            top_k=c.top_k if c.source == "memory" else None,
+                            context_budget=c.context_budget if c.source == "memory" else None, **kw)
 
     def answer_one(self, conv: Conversation, q: Question) -> AnswerRecord:
         c = self.config
@@ -142,8 +147,9 @@ class QARunner:
         try:
             if c.source == "memory":
                 assert self.client is not None
-                result = self.client.search(q.question, adapter.project_name(conv.sample_id), limit=c.top_k)
-                memories, search_ms = result.observations, round(result.latency_ms, 3)
+                result = self.client.search(q.question, adapter.project_name(conv.sample_id), limit=c.top_k,
+                                            context_budget=c.context_budget)
+                memories, search_ms = fit_budget(result.observations, c.context_budget), round(result.latency_ms, 3)
                 context = format_context(memories)
             else:
                 context = self._full.setdefault(conv.sample_id, full_context(conv))
