@@ -25,13 +25,15 @@ class Settings:
     half_life_days: float = 30.0
     top_k: int = 8
     floor: float = 0.45  # seed ranking: minimum relevance relative to the best match (0-1)
-    bm25_weight: float = 0.8  # share of BM25 in the fused similarity; the rest is cosine
+    bm25_weight: float = 1.0  # share of BM25 in the fused similarity; the rest is cosine (dense query vector)
     context_weight: float = 0.7  # BM25 weight of a memory's neighbouring turns (its own text weighs 1)
     speaker_boost: float = 0.2  # added to the similarity of memories by the speaker a query names
     ranking: str = "relevance"  # relevance (the default) | seed: w_similarity·sim + w_importance·importance·decay + w_recency·recency
     bm25_k1: float = 1.0
     bm25_b: float = 0.75
-    date_weight: float = 0.0  # added for memories whose date the query names ("in May 2023")
+    date_weight: float = 0.3  # added for memories whose date the query names ("in May 2023")
+    window_weight: float = 0.4  # BM25 weight of the turns 2-3 positions away
+    session_weight: float = 0.6  # BM25 weight of the whole session, added to each of its memories
     span_gap: int = 2  # with a context budget: hits this many turns apart merge into one span
     span_max_turns: int = 5
     query_embedder: str = "static"  # static: per-piece vectors distilled from MiniLM (~1 ms) | full: the ingestion model

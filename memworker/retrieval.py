@@ -72,14 +72,14 @@ class RetrievalParams:
     k1: float = 1.0
     b: float = 0.75
     context_weight: float = 0.7
-    bm25_weight: float = 0.8
+    bm25_weight: float = 1.0
     speaker_boost: float = 0.2
-    date_weight: float = 0.0
+    date_weight: float = 0.3
     span_gap: int = 2
     span_max_turns: int = 5
-    window_weight: float = 0.0  # BM25 weight of the turns two to ``window`` positions away
+    window_weight: float = 0.4  # BM25 weight of the turns two to ``window`` positions away
     window: int = 3
-    session_weight: float = 0.0  # BM25 of the whole session (added to each of its memories)
+    session_weight: float = 0.6  # BM25 of the whole session (added to each of its memories)
     prf_docs: int = 0  # pseudo-relevance feedback: expand the query with terms of the best ``prf_docs``
     prf_terms: int = 10
     prf_weight: float = 0.3
@@ -378,6 +378,13 @@ class IndexCache:
     def __init__(self) -> None:
         self._indexes: dict[str, tuple[int, RetrievalParams, ProjectIndex]] = {}
         self._lock = threading.Lock()
+
+    def stale(self, store) -> list[str]:
+        """Projects written since their index was built (or never indexed)."""
+        with store.lock:
+            versions = dict(store.versions)
+        with self._lock:
+            return [p for p, v in versions.items() if p not in self._indexes or self._indexes[p][0] != v]
 
     def get(self, project: str, store, params: RetrievalParams,
             build: Callable[[list[dict]], ProjectIndex]) -> ProjectIndex:

@@ -78,6 +78,7 @@ class MemoryService:
         self.params = RetrievalParams(
             ranking=settings.ranking, k1=settings.bm25_k1, b=settings.bm25_b, context_weight=settings.context_weight,
             bm25_weight=settings.bm25_weight, speaker_boost=settings.speaker_boost, date_weight=settings.date_weight,
+            window_weight=settings.window_weight, session_weight=settings.session_weight,
             span_gap=settings.span_gap, span_max_turns=settings.span_max_turns)
         self.static = None  # StaticMiniLM for queries, once the embedder is loaded
         self.indexes = IndexCache()
@@ -120,6 +121,7 @@ class MemoryService:
         while not self._stop.is_set():
             item = self.store.next_pending()
             if item is None:
+                self._warm_indexes()
                 self._wake.wait(timeout=1.0)
                 self._wake.clear()
                 continue
@@ -231,6 +233,18 @@ class MemoryService:
     def _query_vector(self, query: str):
         assert self.embedder is not None
         return self.embedder.embed([query])[0]
+
+    def _warm_indexes(self) -> None:
+        """With the queue idle, rebuild the search index of each project written since (not on a search)."""
+        for project in self.indexes.stale(self.store):
+            if self._stop.is_set() or self.store.queue_depth():
+                return
+            try:
+                self.index(project)
+            except Exception:  # a search will rebuild it and report the error
+                log.exception("warming the index of %s failed", project)
+        if self.static is not None:
+            self.static.save()
 
     def index(self, project: str) -> ProjectIndex:
         """The project's search index (cached until the project's memories change)."""

@@ -149,3 +149,33 @@ def test_terms_and_date_mentions():
     idx = index_of([("D1:1", "A", "went hiking"), ("D1:2", "B", "went hiking")], date_weight=0.5, speaker_boost=0)
     sim, _, _ = idx.similarity("hiking in May 2023")
     assert sim[0] == sim[1] and sim[0] > idx.similarity("hiking in June 2023")[0][0]
+
+
+def test_static_vectors_are_distilled_lazily_and_cached(tmp_path):
+    from memworker.embed import MiniLMOnnx
+    from memworker.static_embed import StaticMiniLM, cache_path_for
+
+    model = MiniLMOnnx()
+    cache = cache_path_for(str(tmp_path / "mw.db"))
+    assert cache.parent == tmp_path
+    static = StaticMiniLM(model, cache)
+    vec = static.embed(["a pottery workshop"])[0]
+    pieces = static.piece_ids("a pottery workshop")
+    assert abs(float(np.linalg.norm(vec)) - 1) < 1e-5 and int(static.known.sum()) == len(set(pieces.tolist()))
+    near = static.embed(["a ceramics class"])[0] @ vec
+    far = static.embed(["quarterly tax filing deadline"])[0] @ vec
+    assert near > far
+    static.save()
+    again = StaticMiniLM(model, cache)
+    assert again.ensure(pieces) == 0 and np.allclose(again.embed(["a pottery workshop"])[0], vec, atol=1e-2)
+    model.fingerprint = "another model"
+    assert StaticMiniLM(model, cache).known.sum() == 0  # a cache of another model is not trusted
+
+
+def test_static_query_vectors_over_http(tmp_path):
+    with memworker_app(tmp_path, embedder="minilm", bm25_weight=0.7) as client:
+        ingest(client)
+        rows = search(client, "ceramics class", context_budget=200)
+        assert rows and "pottery" in rows[0]["narrative"]  # no shared word: the dense term found it
+        assert json.loads(rows[0]["metadata"])["cosine"] > 0
+    assert (tmp_path / "mw.db.static-minilm-v1.npz").is_file()
