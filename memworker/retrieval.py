@@ -45,7 +45,11 @@ _MONTH_YEAR = re.compile(r"\b(" + "|".join(MONTHS) + r")(?:,?\s+(\d{4}))?\b|\b((
 
 def approx_tokens(text: str) -> int:
     """Provider-independent token estimate: characters / 4, rounded up (the kit's figure too)."""
-    return (len(text) + 3) // 4
+    return approx_tokens_of(len(text))
+
+
+def approx_tokens_of(chars: int) -> int:
+    return (chars + 3) // 4
 
 
 _porter = None
@@ -164,6 +168,16 @@ def query_months(query: str) -> set[str]:
     return out
 
 
+def _content(narrative: str, facts_json: str | None) -> str:
+    """A memory's text as a reader sees it: the narrative, then merged facts it does not contain."""
+    try:
+        facts = json.loads(facts_json or "[]")
+    except json.JSONDecodeError:
+        facts = []
+    extra = [f for f in facts if isinstance(f, str) and f and f not in narrative]
+    return " ".join([narrative, *extra]) if extra else narrative
+
+
 def _strip_prefix(narrative: str, speaker: str | None, day: str | None) -> str:
     """The turn's own words: ``Caroline on 8 May 2023: I went …`` → ``I went …``."""
     for prefix in (f"{speaker} on {day}: ", f"{speaker} said on {day}: ", f"{speaker}: "):
@@ -198,12 +212,16 @@ class ProjectIndex:
                     day = fmt_day(date.fromisoformat(meta["session_date"]))
                 except ValueError:
                     day = None
-            narrative = r.get("narrative") or ""
+            narrative = _content(r.get("narrative") or "", r.get("facts"))
             self.docs.append(Doc(id=int(r["id"]), session=int(m.group(1)) if m else None,
                                  position=int(m.group(2)) if m else None, speaker=meta.get("speaker"),
                                  day=day, narrative=narrative, turns=turns,
                                  months=_months(meta.get("session_date"), meta.get("event_date")),
                                  tokens=approx_tokens(narrative)))
+        self.lines = [f"{d.speaker}: {_strip_prefix(d.narrative, d.speaker, d.day)}" if d.speaker else d.narrative
+                      for d in self.docs]
+        self.line_chars = [len(line) for line in self.lines]
+        self.min_tokens = min((d.tokens for d in self.docs), default=1)
         self.speakers = {d.speaker for d in self.docs if d.speaker}
         self.drop = frozenset(s.lower() for s in self.speakers) if params.drop_names else frozenset()
         bodies = [r.get("body") or r.get("narrative") or "" for r in rows]
@@ -321,55 +339,62 @@ class ProjectIndex:
         """Merge hits (indexes, best first) into spans and pack them into ``budget`` tokens."""
         p = self.params
         spans: list[Span] = []
-        member: dict[int, Span] = {}
+        by_session: dict[int, list[Span]] = {}
+        member: set[int] = set()
         used = 0
         for k in order:
+            if budget - used < self.min_tokens:
+                break
             if k in member:
                 continue
             d = self.docs[k]
             target = None
             if d.session is not None and p.span_gap > 0:
-                for s in spans:
-                    first, last = self.docs[s.docs[0]], self.docs[s.docs[-1]]
-                    if first.session != d.session:
-                        continue
-                    lo, hi = min(first.position, d.position), max(last.position, d.position)
-                    if (d.position >= first.position - p.span_gap and d.position <= last.position + p.span_gap
-                            and hi - lo + 1 <= p.span_max_turns):
+                for s in by_session.get(d.session, ()):
+                    first, last = self.docs[s.docs[0]].position, self.docs[s.docs[-1]].position
+                    if (first - p.span_gap <= d.position <= last + p.span_gap
+                            and max(last, d.position) - min(first, d.position) + 1 <= p.span_max_turns):
                         target = s
                         break
             if target is not None:
-                first, last = self.docs[target.docs[0]], self.docs[target.docs[-1]]
-                lo, hi = min(first.position, d.position), max(last.position, d.position)
+                first, last = self.docs[target.docs[0]].position, self.docs[target.docs[-1]].position
                 session = self.by_session[d.session]
-                members = [session[n] for n in range(lo, hi + 1) if n in session]
-                text = self.render(members)
-                cost = approx_tokens(text) - target.tokens
+                members = [session[n] for n in range(min(first, d.position), max(last, d.position) + 1)
+                           if n in session]
+                cost = approx_tokens_of(self._span_chars(members)) - target.tokens
                 if used + cost > budget:
                     continue
-                for m in members:
-                    member[m] = target
-                target.docs, target.text, target.tokens = members, text, target.tokens + cost
+                member.update(members)
+                target.docs, target.tokens = members, target.tokens + cost
                 used += cost
                 continue
             if len(spans) >= limit or used + d.tokens > budget:
                 continue
-            span = Span(docs=[k], best=k, score=float(scores[k]), text=d.narrative, tokens=d.tokens)
+            span = Span(docs=[k], best=k, score=float(scores[k]), tokens=d.tokens)
             spans.append(span)
-            member[k] = span
+            if d.session is not None:
+                by_session.setdefault(d.session, []).append(span)
+            member.add(k)
             used += d.tokens
+        for span in spans:
+            span.text = self.render(span.docs)
         return spans
+
+    def _span_chars(self, members: list[int]) -> int:
+        """Characters of :meth:`render`'s text, without rendering it."""
+        if len(members) == 1:
+            return len(self.docs[members[0]].narrative)
+        head = self.docs[members[0]]
+        header = len(f"On {head.day}:") + 1 if head.day else 0
+        return header + sum(self.line_chars[m] for m in members) + len(members) - 1
 
     def render(self, members: list[int]) -> str:
         """One span's text: the date once, then each turn as ``Speaker: words``."""
         if len(members) == 1:
             return self.docs[members[0]].narrative
         head = self.docs[members[0]]
-        lines = [f"On {head.day}:" if head.day else ""]
-        for m in members:
-            d = self.docs[m]
-            lines.append(f"{d.speaker}: {_strip_prefix(d.narrative, d.speaker, d.day)}" if d.speaker else d.narrative)
-        return "\n".join(x for x in lines if x)
+        lines = ([f"On {head.day}:"] if head.day else []) + [self.lines[m] for m in members]
+        return "\n".join(lines)
 
 
 class IndexCache:

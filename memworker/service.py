@@ -23,6 +23,7 @@ from memworker.transcript import Transcript, parse_transcript
 
 log = logging.getLogger("memworker")
 CANDIDATES = 100
+WARM_AFTER_IDLE_S = 2.0  # rebuild stale search indexes once the queue has been idle this long
 
 
 def _epoch(iso_date: str | None) -> int | None:
@@ -118,10 +119,12 @@ class MemoryService:
         return self._busy.is_set() or self.store.queue_depth() > 0
 
     def _run(self) -> None:
+        last_item = time.monotonic()
         while not self._stop.is_set():
             item = self.store.next_pending()
             if item is None:
-                self._warm_indexes()
+                if time.monotonic() - last_item >= WARM_AFTER_IDLE_S:
+                    self._warm_indexes()
                 self._wake.wait(timeout=1.0)
                 self._wake.clear()
                 continue
@@ -133,6 +136,7 @@ class MemoryService:
                 self.store.fail_item(item["id"], f"{type(exc).__name__}: {exc}")
             finally:
                 self._busy.clear()
+                last_item = time.monotonic()
 
     # -- processing ---------------------------------------------------------------------------
     def _process(self, item: dict) -> None:
@@ -282,8 +286,11 @@ class MemoryService:
             scores = self._seed_scores(project, index, sim, bm, cos)
         else:
             scores = sim
-        order = [int(k) for k in np.argsort(-scores, kind="stable")
-                 if scores[k] > -np.inf and (allowed is None or int(index.ids[k]) in allowed)]
+        order = np.argsort(-scores, kind="stable")
+        keep = scores[order] > -np.inf
+        if allowed is not None:
+            keep &= np.isin(index.ids[order], np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+        order = order[keep].tolist()
         if context_budget:
             groups = [(s.docs, s.best, s.text, s.tokens)
                       for s in index.pack(order, scores, context_budget, offset + limit)][offset:]
@@ -300,11 +307,13 @@ class MemoryService:
             meta.update(source_turns=turns, tokens=tokens)
             if len(members) > 1:
                 meta["span"] = {"ids": [int(index.ids[m]) for m in members], "session": index.docs[best].session}
+            if context_budget:  # the text counted against the budget is the whole text
                 row.update(narrative=text, facts="[]")
             row["metadata"] = json.dumps(meta)
             out.append((row, Hit(score=float(scores[best]), similarity=float(sim[best]), bm25=float(bm[best]),
                                  cosine=float(cos[best]))))
-        self.store.touch([int(index.ids[k]) for members, _, _, _ in groups for k in members])
+        if self.params.ranking == "seed":  # only its recency term reads the access times: no write otherwise
+            self.store.touch([int(index.ids[k]) for members, _, _, _ in groups for k in members])
         return out
 
     def _seed_scores(self, project: str, index: ProjectIndex, sim, bm, cos) -> "np.ndarray":

@@ -326,7 +326,7 @@ class Store:
         with self.lock:
             version = self.versions.get(project, 0)
             rows = self.conn.execute(
-                "SELECT o.id, o.narrative, o.metadata, o.importance, o.event_epoch, o.embedding, f.body, f.context"
+                "SELECT o.id, o.narrative, o.facts, o.metadata, o.importance, o.event_epoch, o.embedding, f.body, f.context"
                 " FROM observations o JOIN obs_fts f ON f.rowid = o.id WHERE o.project = ? ORDER BY o.id",
                 (project,)).fetchall()
         return version, [dict(r) for r in rows]
