@@ -121,12 +121,26 @@ def test_paid_protocol_end_to_end_through_the_sdk(tmp_path, monkeypatch, capsys)
     with serve(anthropic_app(script)) as url:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
         with pytest.warns(UserWarning, match="temperature"):
-            assert main(["run", "--sample", "conv-30", "--paid", "--judge-runs", "2", "--run-id", "paid"]) == 0
+            assert main(["run", "--sample", "conv-30", "--paid", "--judge-runs", "2", "--run-id", "paid", "--yes"]) == 0
     out = capsys.readouterr().out
-    assert "answering (estimate, before cache hits): 81 calls to anthropic/claude-opus-4-6" in out
+    assert "answering: 81 calls to anthropic/claude-opus-4-6 still needed (0 already done)" in out
     models = [r["body"]["model"] for r in script.requests]
-    assert models.count("claude-opus-4-6") == 81 and models.count("claude-sonnet-4-6") == 162
+    # the judge also grades the calibration set and, under the audited key, the questions whose gold it changes
+    from locomo_kit.data_fetch import fetch_audit
+    from locomo_kit.dataset import load_dataset, select
+    from locomo_kit.scoring.calibration import build_calibration_set
+
+    calibration = len(build_calibration_set(select(load_dataset(), "conv-30"), 100))
+    changed = sum(1 for e in json.loads(fetch_audit().read_text())
+                  if e["question_id"].startswith("locomo_1_") and e["error_type"] != "WRONG_CITATION")
+    judge_calls = 2 * (81 + calibration + changed)
+    # one preflight call per model (max_tokens 1), before anything else, then the calls themselves
+    assert [r["body"]["max_tokens"] for r in script.requests[:2]] == [1, 1] and models[:2] == ["claude-opus-4-6",
+                                                                                              "claude-sonnet-4-6"]
+    assert models.count("claude-opus-4-6") == 81 + 1 and models.count("claude-sonnet-4-6") == judge_calls + 1
+    assert f"judging (playbook): {judge_calls} calls to anthropic/claude-sonnet-4-6 still needed (0 already done)" in out
     text = (tmp_path / "runs" / "paid" / "report.md").read_text()
     assert "playbook: anthropic/claude-sonnet-4-6, prompt judge-playbook-v1, 2 runs" in text
     assert "| overall | 81 | 80.0 |" in text
+    assert "## 2b. Judge calibration" in text and "| playbook | anthropic/claude-sonnet-4-6 | judge-playbook-v1 | gold |" in text
     assert "$" in text.split("## 7. Costs")[1]
