@@ -65,6 +65,7 @@ def configurations(defaults: RetrievalParams, dense: bool) -> dict[str, Retrieva
         "BM25 k1 1.5": replace(d, k1=1.5),
         "BM25 b 0.5": replace(d, b=0.5),
         "pseudo-relevance feedback (5 docs, 10 terms)": replace(d, prf_docs=5),
+        "seed formula (--ranking seed)": replace(d, ranking="seed"),
     }
     if dense:
         out["+ static MiniLM query (BM25 share 0.8)"] = replace(d, bm25_weight=0.8)
@@ -83,6 +84,19 @@ def evaluate(index: ProjectIndex, questions, query_vector) -> dict[str, list[flo
         for budget in (500, 1000):
             seen = {t for s in index.pack(order, sim, budget, 100) for k in s.docs for t in index.docs[k].turns}
             out[f"within{budget}"].append(len(evidence & seen) / len(evidence))
+    return out
+
+
+def evaluate_service(svc: MemoryService, project: str, questions) -> dict[str, list[float]]:
+    """The same figures through ``MemoryService.search`` (what the HTTP route calls)."""
+    out: dict[str, list[float]] = {"@10": [], "within500": [], "within1000": []}
+    for q in questions:
+        evidence = set(q.evidence)
+        for name, kwargs in (("@10", {"limit": 10}), ("within500", {"limit": 100, "context_budget": 500}),
+                             ("within1000", {"limit": 100, "context_budget": 1000})):
+            rows = svc.search(q.question, project, **kwargs)
+            seen = {t for row, _ in rows for t in json.loads(row["metadata"]).get("source_turns", [])}
+            out[name].append(len(evidence & seen) / len(evidence))
     return out
 
 
@@ -124,7 +138,13 @@ def main() -> None:
                 index = ProjectIndex(rows, params, None if uses_full else static, stored)
                 vector = (lambda q: full.embed([q])[0]) if uses_full else (lambda q: None)
                 qs = [q for q in all_questions(conv) if q.category != 5 and q.evidence]
-                for k, v in evaluate(index, qs, vector).items():
+                if params.ranking == "seed":
+                    svc.params = params
+                    measured = evaluate_service(svc, adapter.project_name(conv.sample_id), qs)
+                    svc.params = defaults
+                else:
+                    measured = evaluate(index, qs, vector)
+                for k, v in measured.items():
                     figures.setdefault(k, []).extend(v)
             row[split] = {k: round(statistics.mean(v), 4) for k, v in figures.items()}
         results[name] = {"params": asdict(params), **row}
