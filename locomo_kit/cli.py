@@ -81,19 +81,32 @@ def _existing_run(args: argparse.Namespace):
 def _cmd_score(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_judge, run_score
     from locomo_kit.scoring import by_category
+    from locomo_kit.scoring.gold import keys_for
+    from locomo_kit.scoring.score_run import load_scores
 
     if args.judge_protocol and not args.judge_model:
         raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model (e.g. anthropic/claude-sonnet-4-6)")
     run = _existing_run(args)
-    scores = run_score(run, args.sample, gold=args.gold)
-    for row in by_category([(s.category, s.locomo_f1) for s in scores]):
-        print(f"{str(row.category):>8} {row.name:<12} n={row.count:<5} official F1 {100 * row.mean:5.1f}% "
-              f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
+    key = run_score(run, args.sample, gold=args.gold)[0].config_key
+    for gold_key in keys_for(args.gold):
+        print(f"gold key: {gold_key}")
+        scores = load_scores(run, key, gold_key)
+        for row in by_category([(s["category"], s["locomo_f1"]) for s in scores]):
+            print(f"{str(row.category):>8} {row.name:<12} n={row.count:<5} official F1 {100 * row.mean:5.1f}% "
+                  f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
     if args.judge_model:
+        from locomo_kit.scoring.calibration import calibration_rates
+        from locomo_kit.scoring.judge import load_judgements
+
         protocol = args.judge_protocol or "playbook"
         made = run_judge(run, protocol, args.judge_model, args.judge_runs, args.judge_base_url, gold=args.gold,
                          calibration_size=args.calibration_size, calls=_call_settings(args), timeout=args.timeout)
         print(f"judged {len(made or [])} answers ({protocol})")
+        for r in calibration_rates(load_judgements(run, protocol)):
+            print(f"calibration {r['protocol']} {r['judge_model']} {r['kind']:<14} {r['rate_name']} "
+                  f"{r['rate'] if r['rate'] is None else round(r['rate'], 1)}% of {r['items']} "
+                  f"[{r['ci_low'] if r['ci_low'] is None else round(r['ci_low'], 1)}, "
+                  f"{r['ci_high'] if r['ci_high'] is None else round(r['ci_high'], 1)}]")
     print(f"run folder: {run.path}")
     return _pending_calls_exit(run) if args.judge_model else 0
 

@@ -98,6 +98,9 @@ def test_score_gold_both_on_a_judged_run(offline_run, audit_path, dataset, capsy
         assert main(["score", "--sample", "conv-26", "--run-id", "g1", "--gold", "both", "--judge-model",
                      "openai/judge-m", "--llm-base-url", f"{url}/v1", "--judge-protocol", "mem0", "--judge-runs", "1",
                      "--calibration-size", "20"]) == 0
+    printed = capsys.readouterr().out
+    assert "gold key: original" in printed and "gold key: audited" in printed
+    assert re.search(r"calibration mem0 openai/judge-m vague-topical +false-accept 100\.0% of \d+", printed)
     assert main(["report", "--sample", "conv-26", "--run-id", "g1"]) == 0
     audit = load_audit(audit_path, [c.sample_id for c in dataset], [dataset[0]])
     changed = {k for k, e in audit.items() if e.answer_changed}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import threading
+from collections import Counter
 
 import pytest
 
@@ -81,14 +83,22 @@ def test_judged_report_places_j_beside_mem0_only_for_the_mem0_protocol(reported_
     labels = iter(["CORRECT", "WRONG"] * 1000)
     llm = ScriptedLLM(lambda s, p: json.dumps({"label": next(labels)}), model="judge-x")
     run_judge(run, "mem0", runs=2, llm=llm, progress=False)
-    scores = iter([60, 80] * 1000)
-    run_judge(run, "playbook", runs=2, llm=ScriptedLLM(lambda s, p: json.dumps({"score": next(scores)}), model="judge-y"),
-              progress=False)
+    # each question's first run scores 60 and its second 80, whatever order the call pool takes them in
+    calls_per_prompt: Counter = Counter()
+    lock = threading.Lock()
+
+    def alternate(system: str, prompt: str) -> str:
+        with lock:
+            calls_per_prompt[prompt] += 1
+            return json.dumps({"score": 60 if calls_per_prompt[prompt] % 2 else 80})
+
+    run_judge(run, "playbook", runs=2, llm=ScriptedLLM(alternate, model="judge-y"), progress=False)
     report, _, summary = run_report(run, "conv-26")
     text = report.read_text()
     assert "| Mem0 (Mem0 paper) | 67.13 | 55.51 | 51.15 | 72.93 | 66.88 |" in text
     overall = next(r for r in summary["judge"]["playbook"] if r["category"] == "overall")
     assert overall["mean"] == pytest.approx(70.0) and overall["pooled_run_std"] == pytest.approx(statistics.stdev([60, 80]))
+    assert overall["pooled_run_std_population"] == pytest.approx(statistics.pstdev([60, 80]))
     assert "**not comparable** to Mem0's binary J" in text
     mem0_overall = next(r for r in summary["judge"]["mem0"] if r["category"] == "overall")
     assert mem0_overall["runs"] == 2 and 0 <= mem0_overall["mean"] <= 100

@@ -41,7 +41,8 @@ def _percentiles(values: list[float]) -> dict[str, float | None]:
 
 
 def playbook_j(judgements: list[dict]) -> list[dict]:
-    """Per category: mean of per-question means (0-100), pooled std across judge runs, counts."""
+    """Per category: mean of per-question means (0-100), pooled std across judge runs (sample, ddof=1, and
+    population, ddof=0), counts."""
     if not judgements:
         return []
     groups: dict[int, list[dict]] = defaultdict(list)
@@ -53,9 +54,12 @@ def playbook_j(judgements: list[dict]) -> list[dict]:
         js = [j for c in sorted(groups) for j in groups[c]] if cat == "overall" else groups[cat]
         means = [j["mean"] for j in js]
         variances = [j["std"] ** 2 for j in js if not math.isnan(j["std"])]
+        pop_variances = [statistics.pvariance(v) for j in js
+                         if (v := [r["score"] for r in j["runs"] if r["score"] != SENTINEL])]
         s = summarize([m / 100 for m in means], cat)
         rows.append({"category": cat, "name": s.name, "count": len(js), "mean": 100 * s.mean,
                      "pooled_run_std": math.sqrt(statistics.mean(variances)) if variances else None,
+                     "pooled_run_std_population": math.sqrt(statistics.mean(pop_variances)) if pop_variances else None,
                      "ci_low": 100 * s.ci_low, "ci_high": 100 * s.ci_high, "ci_method": s.ci_method,
                      "warnings": sum(1 for j in js if j.get("warning"))})
     return rows

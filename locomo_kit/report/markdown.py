@@ -191,10 +191,11 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     if pb_rows:
         jp = [p for p in judges if p[0] == "playbook"][0]
         lines += [f"Playbook protocol (0-100 score, four criteria), judged by {jp[1]} ({jp[3]} runs per question): "
-                  "mean of per-question means and pooled std across judge runs. A 0-100 graded score is **not "
+                  "mean of per-question means and pooled std across judge runs (sample; population in parentheses). A 0-100 graded score is **not "
                   "comparable** to Mem0's binary J, so no published row is placed beside it.", ""]
         rows = [[f"{c} {pb_rows[c]['name']}" if c != "overall" else "overall", pb_rows[c]["count"], pb_rows[c]["mean"],
-                 pb_rows[c]["pooled_run_std"], f"[{_f(pb_rows[c]['ci_low'])}, {_f(pb_rows[c]['ci_high'])}]",
+                 f"{_f(pb_rows[c]['pooled_run_std'], 2)} ({_f(pb_rows[c].get('pooled_run_std_population'), 2)})",
+                 f"[{_f(pb_rows[c]['ci_low'])}, {_f(pb_rows[c]['ci_high'])}]",
                  pb_rows[c]["warnings"]] for c in list(CATS) + ["overall"] if c in pb_rows]
         lines += _table(["category", "n", "J (0-100)", "pooled run std", "95% CI (bootstrap)", "questions with warnings"], rows)
     strict_rows = _by_cat(s["judge"].get("strict", []))
