@@ -66,6 +66,7 @@ class AnthropicStandin:
         self.api_keys, self.models, self.responder = api_keys, models, responder
         self.batch_seconds = batch_seconds
         self.outage: int | None = None  # a status (529, 500) every message call gets while set
+        self.outage_after: tuple[int, int] | None = None  # (answered calls, status): an outage that starts later
         self.hold_batches = False
         self.batch_errors: dict[str, str] = {}  # custom_id -> error type for its result
         self.in_flight = self.peak_in_flight = 0
@@ -180,7 +181,21 @@ def create_app(s: AnthropicStandin) -> FastAPI:
             with s.lock:
                 s.in_flight -= 1
         s._log("/v1/messages", headers, body, 200)
+        if s.outage_after and len(s.message_calls(200)) >= s.outage_after[0]:
+            s.outage, s.outage_after = s.outage_after[1], None
         return JSONResponse(reply)
+
+    @app.post("/_standin/outage")
+    async def outage(request: Request):
+        """Test control (not an Anthropic route): ``{"status": 529}`` starts an outage, ``{"status": null}``
+        ends it; ``{"status": 529, "after": N}`` starts it once N more calls have been answered."""
+        body = await request.json()
+        after = body.get("after")
+        if after:
+            s.outage_after = (len(s.message_calls(200)) + int(after), body.get("status"))
+        else:
+            s.outage = body.get("status")
+        return {"outage": s.outage, "answered": len(s.message_calls(200))}
 
     @app.post("/v1/messages/batches")
     async def create_batch(request: Request):

@@ -83,15 +83,15 @@ def test_split_keeps_within_both_limits():
 
 def _score_cmd(url: str, run_id: str) -> list[str]:
     return [sys.executable, "-m", "locomo_kit", "score", "--sample", "conv-26", "--run-id", run_id,
-            "--judge-model", "anthropic/claude-sonnet-4-6", "--judge-base-url", url, "--judge-runs", "2",
+            "--judge-model", "anthropic/claude-sonnet-4-6", "--judge-base-url", url,
             "--batch", "--batch-poll", "0.1", "--yes", "--calibration-size", "0", "--gold", "original"]
 
 
-def _answer_records(dataset, n: int) -> list[dict]:
+def _answer_records(dataset) -> list[dict]:
     conv = next(c for c in dataset if c.sample_id == "conv-26")
     out = []
     for q in conv.questions:
-        if q.category == 5 or len(out) == n:
+        if q.category == 5:
             continue
         out.append({"sample_id": "conv-26", "question_index": q.index, "question": q.question, "category": q.category,
                     "category_name": q.category_name, "gold": q.answer, "adversarial_answer": None,
@@ -102,11 +102,12 @@ def _answer_records(dataset, n: int) -> list[dict]:
 
 
 def test_killed_while_the_batch_runs_a_rerun_resumes_the_same_batch(tmp_path, dataset, dataset_path):
-    """A real SIGKILL of the command while it polls; the rerun polls the recorded batch id."""
+    """Judging conv-26 (152 questions x 10 runs) with --batch: one submission; a real SIGKILL of the
+    command while it polls, and the rerun polls the recorded batch id instead of submitting again."""
     s = AnthropicStandin()
     s.hold_batches = True
     run = RunFolder("killed", root=tmp_path / "runs")
-    for rec in _answer_records(dataset, 30):
+    for rec in _answer_records(dataset):
         run.append("answers.jsonl", rec)
     run.update_manifest(parameters={"sample": "conv-26"})
     env = dict(os.environ, LOCOMO_OUTPUTS_DIR=str(tmp_path), ANTHROPIC_API_KEY="sk-test", CI="1",
@@ -121,11 +122,38 @@ def test_killed_while_the_batch_runs_a_rerun_resumes_the_same_batch(tmp_path, da
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
         (submitted,) = open_batches(run, "judging (playbook)")
-        assert len(creates(s)) == 1 and len(submitted["custom_ids"]) == 60
+        assert len(creates(s)) == 1 and len(submitted["custom_ids"]) == 1520
+        assert [r["body"]["max_tokens"] for r in s.message_calls()] == [1]  # the preflight, no message calls
         s.hold_batches = False
         rerun = subprocess.run(_score_cmd(url, "killed"), env=env, capture_output=True, text=True, timeout=120)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert f"resuming Message Batch {submitted['batch_id']}" in rerun.stdout
     assert len(creates(s)) == 1  # no second submission
     judgements = load_judgements(run)
-    assert len(judgements) == 30 and all(j["n_ok"] == 2 and j["status"] == "complete" for j in judgements)
+    assert len(judgements) == 152 and all(j["n_ok"] == 10 and j["status"] == "complete" for j in judgements)
+    assert [r["body"]["max_tokens"] for r in s.message_calls()] == [1, 1]  # one preflight per process, nothing else
+
+
+def test_answering_with_batch_makes_one_submission(tmp_path, monkeypatch, capsys):
+    """`answer --batch`: the Worker is searched for every question, then all answer calls go as one batch."""
+    from locomo_kit.cli import main
+
+    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path))
+    monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    s = AnthropicStandin()
+    argv = ["answer", "--sample", "conv-30", "--run-id", "ab", "--answer-model", "anthropic/claude-opus-4-6",
+            "--batch", "--batch-poll", "0.05", "--yes"]
+    with running(s) as url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+        assert main(["ingest", "--sample", "conv-30", "--run-id", "ab"]) == 0
+        assert main(argv + ["--answer-base-url", url]) == 0
+        (create,) = creates(s)
+        assert len(create["body"]["requests"]) == 81
+        assert main(argv + ["--answer-base-url", url]) == 0  # a rerun: nothing left to do
+    assert len(creates(s)) == 1 and [r["body"]["max_tokens"] for r in s.message_calls()] == [1]
+    records = [json.loads(line) for line in (tmp_path / "runs" / "ab" / "answers.jsonl").read_text().splitlines()]
+    assert len(records) == 81 and all(r["status"] == "ok" and r["prediction"].startswith("stand-in answer")
+                                      for r in records)
+    assert "questions answered: 0, failed: 0, already done: 81" in capsys.readouterr().out

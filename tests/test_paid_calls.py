@@ -259,3 +259,39 @@ def test_the_timeout_is_configurable_and_a_timed_out_call_stays_pending(tmp_path
                 settings=CallSettings(retries=1, base_delay=0.01, preflight=False), **QUIET)
     (o,) = outcomes
     assert not o.ok and "timed out" in o.error.lower() and "gave up after 2 attempts" in o.error
+
+
+def test_on_a_terminal_the_plan_is_confirmed_before_spending(tmp_path):
+    """`score` in a real pseudo-terminal: answering "n" spends nothing, "y" spends."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    run = RunFolder("tty", root=tmp_path / "runs")
+    for a in answers(3):
+        run.append("answers.jsonl", dict(a, sample_id="conv-26", status="ok", evidence=[], retrieved=[], source="memory",
+                                         top_k=8, prompt_version="v", answerer_label="x", adversarial_answer=None))
+    run.update_manifest(parameters={"sample": "conv-26"})
+    env = dict(os.environ, LOCOMO_OUTPUTS_DIR=str(tmp_path), ANTHROPIC_API_KEY="sk-test", CI="1")
+    s = AnthropicStandin()
+
+    def score(reply: str) -> tuple[int, str]:
+        primary, secondary = pty.openpty()
+        cmd = [sys.executable, "-m", "locomo_kit", "score", "--sample", "conv-26", "--run-id", "tty", "--judge-model",
+               "anthropic/claude-sonnet-4-6", "--judge-base-url", url, "--judge-runs", "2", "--calibration-size", "0",
+               "--gold", "original"]
+        proc = subprocess.Popen(cmd, stdin=secondary, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        os.close(secondary)
+        os.write(primary, reply.encode() + b"\n")
+        out, _ = proc.communicate(timeout=120)
+        os.close(primary)
+        return proc.returncode, out.decode()
+
+    with running(s) as url:
+        code, out = score("n")
+        assert code == 1 and "6 calls to anthropic/claude-sonnet-4-6 still needed" in out and "not confirmed" in out
+        assert s.requests == [] and list(run.records("judgements.jsonl")) == []
+        code, out = score("y")
+        assert code == 0, out
+    assert len(s.message_calls()) == 1 + 6 and len(list(run.records("judgements.jsonl"))) == 3

@@ -1,7 +1,8 @@
 """LLM-as-a-Judge (J), two named protocols (scoring.md §3). Judging reads saved answers only.
 
 - ``playbook`` (the seed playbook's): a 0-100 score with a short explanation as JSON, four
-  criteria, the category in the prompt, N runs per question (default 10) in parallel batches of 3.
+  criteria, the category in the prompt, N runs per question (default 10; the playbook ran them in
+  batches of 3, :func:`judge_answers` runs every call of every question through one shared pool).
   Parse order: JSON → a number in the text → -1 (a sentinel, excluded from aggregation, with the
   error kept). Per question: mean and *sample* standard deviation (ddof=1) of the valid runs; a
   warning when fewer than 5 runs succeeded.
@@ -13,6 +14,11 @@
 - ``strict`` (``judge_prompts.py``): binary like ``mem0``, with a strict prompt.
 
 Temperature (0.5 for playbook, 0 for mem0 and strict) is only sent where the API version accepts it.
+
+Execution (``judge_answers``): all pending runs of all questions go through
+:func:`locomo_kit.llm.execute.execute` (cache, plan, preflight, shared pool or Message Batch). A call
+that fails is kept in ``failed_runs`` (the judgement's ``status`` is ``incomplete``), never as a
+score; the next run makes exactly those calls. An unparseable reply is a judge answer: the -1 sentinel.
 """
 
 from __future__ import annotations
@@ -294,7 +300,7 @@ def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: b
         if left[i] == 0:
             a = plan[i][0]
             j = judge.judgement(a, got[i], failed[i])
-            if j.warning:
+            if j.warning and not j.failed_runs:  # failed calls get one summary below, not a line per question
                 warnings.warn(f"{a['sample_id']} q{a['question_index']}: {j.warning}")
             run.append(JUDGEMENTS_FILE, asdict(j))
             out.append(j)
@@ -302,6 +308,11 @@ def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: b
     execute(judge.llm, requests, on_result, stage=f"judging ({judge.protocol})", settings=settings,
             output_per_call=JUDGE_OUTPUT_TOKENS.get(judge.protocol, 45), run=run, already_done=done_calls, log=log,
             progress=progress)
+    incomplete = [j for j in out if j.failed_runs]
+    if incomplete:
+        first = incomplete[0].failed_runs[0]["error"]
+        warnings.warn(f"{sum(len(j.failed_runs) for j in incomplete)} judge calls failed for {len(incomplete)} "
+                      f"question(s) and are pending (first error: {first}); rerun the same command to retry them")
     return out
 
 
