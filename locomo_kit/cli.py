@@ -152,14 +152,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from locomo_kit.paths import outputs_dir
     from locomo_kit.runs import slug
 
-    result = compare(args.runs)
-    print(f"{result['shared_questions']} shared questions (categories 1-4); differences vs {result['runs'][0]['run_id']}; "
+    result = compare(args.runs, gold=args.gold)
+    print(f"{result['shared_questions']} shared questions (categories 1-4, {args.gold} gold key); differences vs "
+          f"{result['runs'][0]['run_id']}; "
           f"{result['method']['interval']}")
     print("\n".join(table_lines(result)))
     for line in statements(result) + result["notes"]:
         print(line.replace("**", ""))
     if not args.no_write:
-        folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug("__vs__".join(r["run_id"] for r in result["runs"]))
+        folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug(
+            "__vs__".join(r["run_id"] for r in result["runs"]) + ("__audited" if args.gold == "audited" else ""))
         paths = write_comparison(result, folder)
         print(f"comparison: {paths['markdown']} (+ compare.json, compare.png)")
     return 0
@@ -173,6 +175,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                           "difference, and whether the runs are distinguishable. Reads run folders only.")
     cmp_.add_argument("runs", nargs="+", metavar="RUN", help="run ids under outputs/runs, or paths to run folders "
                       "(the first is the baseline)")
+    cmp_.add_argument("--gold", choices=["original", "audited"], default="original",
+                      help="gold key the runs are compared under (original)")
     cmp_.add_argument("--out", help="folder for compare.md/.json/.png (default outputs/compare/<runs>)")
     cmp_.add_argument("--no-write", action="store_true", help="print only")
     cmp_.set_defaults(func=_cmd_compare)
