@@ -173,26 +173,29 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                run_id: str | None = None, answer_model: str = "extractive", top_k: int = 8, source: str = "memory",
                include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
                dataset_path: str | None = None, progress: bool | None = None, llm=None,
-               calls=None, timeout: float | None = None, ingest_id: str | None = None, **extra: Any):
+               calls=None, timeout: float | None = None, context_budget: int | None = None,
+               ingest_id: str | None = None, **extra: Any):
     """Answer every question of ``sample`` (resumable) into the configuration's run folder.
 
     ``answer_model`` defaults to the offline extractive floor; ``llm`` overrides the model (tests);
     ``calls`` (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch,
-    spending; ``extra``: further result-changing parameters (they name the run).
+    spending; ``context_budget``: tokens of memories per question (``top_k`` then only caps their
+    number); ``extra``: further result-changing parameters (they name the run).
     """
     from locomo_kit.llm import make_llm
     from locomo_kit.qa.answering import AnswerConfig, QARunner, load_answers
 
     conversations, sha = load(sample, dataset_path)
     config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
-                        top_k, source, include_adversarial, **extra)
+                        top_k, source, include_adversarial, context_budget=context_budget, **extra)
     spec = config.answer_model
     if spec == "extractive" and source == "full-context":
         raise ValueError("full-context answering needs an LLM answerer: pass --answer-model anthropic/<model> "
                          "or openai/<model> (with --llm-base-url)")
     if llm is None and spec != "extractive":
         llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
-    answer = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial)
+    answer = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial,
+                          context_budget=context_budget)
     n = sum(len(questions(c, include_adversarial)) for c in conversations)
     run = resolve_run(config, run_id)
     ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id)
@@ -200,9 +203,10 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                 "parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
                 "answer": {"model": spec, "source": source, "top_k": top_k if source == "memory" else None,
-                           "prompt_version": answer.prompt_version, "config_key": answer.key(),
-                           "include_adversarial": include_adversarial, "server": getattr(llm, "base_url", None),
-                           "batch": bool(calls and calls.batch), "started_at": utc_now()}}
+                           "context_budget": context_budget, "prompt_version": answer.prompt_version,
+                           "config_key": answer.key(), "include_adversarial": include_adversarial,
+                           "server": getattr(llm, "base_url", None), "batch": bool(calls and calls.batch),
+                           "started_at": utc_now()}}
     warnings: list[str] = []
     if source == "memory":
         manifest["ingestion"] = {"id": ingestion.run_id, "path": str(ingestion.path)}
@@ -331,7 +335,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
             dataset_path: str | None = None, progress: bool | None = None, log: Callable[[str], None] = print,
             calibration_size: int = 100, judge_base_url: str | None = None, calls=None, timeout: float | None = None,
-            ingest_id: str | None = None, **extra: Any) -> PipelineResult:
+            context_budget: int | None = None, ingest_id: str | None = None, **extra: Any) -> PipelineResult:
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
     ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's.
 
@@ -353,7 +357,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             if calls is None or calls.preflight:
                 preflight(llm)
     outcomes: list[Outcome] = []
-    config = run_config(sample, worker_url, mode, answer_model, top_k, **extra)
+    config = run_config(sample, worker_url, mode, answer_model, top_k, context_budget=context_budget, **extra)
     run = resolve_run(config, run_id)
     _, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id, dataset_path=dataset_path, progress=progress,
                                    for_run=run)
@@ -366,7 +370,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
     ingested.raise_if_empty()
     _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
                             dataset_path=dataset_path, progress=progress, calls=calls, timeout=timeout,
-                            concurrency=calls.concurrency if calls else 4, ingest_id=ingest_id, **extra)
+                            concurrency=calls.concurrency if calls else 4, context_budget=context_budget,
+                            ingest_id=ingest_id, **extra)
     outcomes.append(answers.outcome)
     log(answers.outcome.line())
     answers.outcome.raise_if_empty()

@@ -106,7 +106,8 @@ class RunConfig:
 
     def run_id(self) -> str:
         model = self.answer_model.split("/")[-1]
-        where = f"k{self.top_k}" if self.source == "memory" else "fullctx"
+        budget = self.extra.get("context_budget")
+        where = ("fullctx" if self.source != "memory" else f"b{budget}" if budget else f"k{self.top_k}")
         return slug(f"{self.sample}-{self.mode}-{worker_slug(self.worker_url)}-{model}-{where}")[:70] + f"-{self.key()}"
 
 
