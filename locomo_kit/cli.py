@@ -318,8 +318,12 @@ def _worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
                    "(default: $LOCOMO_WORKER_URL, else embedded); token from $LOCOMO_WORKER_TOKEN")
     p.add_argument("--mode", choices=["transcript", "turns"], default="transcript",
                    help="transcript: one Read per session (default); turns: each turn saved via memory/save")
-    p.add_argument("--ingest-id", help="ingestion folder name under outputs/ingestions (default: derived from "
-                   "sample, mode and worker)")
+    if not run_id:  # ingest and verify: the run folder that holds the ingestion
+        p.add_argument("--ingest-id", "--run-id", dest="ingest_id", help="folder name under outputs/runs for the "
+                       "ingestion (default: derived from sample, mode and worker, shared by the runs that use it)")
+        return
+    p.add_argument("--ingest-id", help="the ingestion's folder under outputs/runs (default: --run-id when given, "
+                   "else derived from sample, mode and worker)")
     if run_id:
         p.add_argument("--run-id", help="run folder name under outputs/runs (default: derived from every option "
                        "that changes results: sample, mode, worker, answer model, top-k, source, prompt version)")

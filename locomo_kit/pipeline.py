@@ -24,7 +24,8 @@ from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.paths import default_dataset_path
 from locomo_kit.runs import RunConfig, RunFolder, default_ingest_id, ingestion_folder, utc_now
 from locomo_kit.worker_client import WorkerClient
-from locomo_kit.worker_identity import check_ingestion_held, check_run_worker, ingestion_state, worker_identity
+from locomo_kit.worker_identity import (check_ingestion_held, check_run_worker, ingestion_generations, ingestion_state,
+                                       worker_identity)
 
 EMBEDDED = "embedded"
 TOP_K_RANGE = (1, 100)
@@ -119,10 +120,10 @@ def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
         if for_run is not None:
             check_run_worker(for_run, client.identity, has_results=bool(load_answers(for_run)))
         notes = [] if force else check_ingestion_held(client, ingestion, conversations, mode, client.identity)
-        ingestion.update_manifest(kind="ingestion", worker=client.identity,
+        ingestion.update_manifest(worker=client.identity,
                                   parameters={"sample": sample, "mode": mode, "worker_url": worker_url},
                                   dataset={"path": str(dataset_path or default_dataset_path()), "sha256": sha},
-                                  ingest={"started_at": utc_now()})
+                                  ingest={"started_at": utc_now(), "worker": client.identity})
         summary = ingest(client, conversations, ingestion, mode=mode, session_timeout=session_timeout,
                          poll_interval=poll_interval, force=force, progress=progress)
         summary.notes = notes  # type: ignore[attr-defined]
@@ -198,8 +199,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                           context_budget=context_budget)
     n = sum(len(questions(c, include_adversarial)) for c in conversations)
     run = resolve_run(config, run_id)
-    ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id)
-    manifest = {"kind": "run", "config": config.as_dict(), "config_id": config.key(), "config_label": config.label(),
+    ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id or run_id)
+    manifest = {"config": config.as_dict(), "config_id": config.key(), "config_label": config.label(),
                 "parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
                 "answer": {"model": spec, "source": source, "top_k": top_k if source == "memory" else None,
@@ -211,8 +212,10 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     if source == "memory":
         manifest["ingestion"] = {"id": ingestion.run_id, "path": str(ingestion.path)}
         with connect(worker_url, ingestion) as client:
-            check_run_worker(run, client.identity, has_results=bool(load_answers(run)))
+            generations = ingestion_generations(ingestion, conversations)
+            check_run_worker(run, client.identity, bool(load_answers(run)), generations)
             warnings = _check_ingested(client, ingestion, conversations, mode)
+            manifest["answer"].update(worker=client.identity, ingestion_generations=generations)
             run.update_manifest(worker=client.identity, **manifest)
             summary = QARunner(answer, client=client, llm=llm).run(run, conversations, concurrency, progress, calls)
     else:
@@ -359,8 +362,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
     outcomes: list[Outcome] = []
     config = run_config(sample, worker_url, mode, answer_model, top_k, context_budget=context_budget, **extra)
     run = resolve_run(config, run_id)
-    _, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id, dataset_path=dataset_path, progress=progress,
-                                   for_run=run)
+    _, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id or run_id, dataset_path=dataset_path,
+                                   progress=progress, for_run=run)
     for note in getattr(ingest_summary, "notes", []):
         log(note)
     conversations, _ = load(sample, dataset_path)

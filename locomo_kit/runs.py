@@ -2,8 +2,9 @@
 
 One run is one configuration: a run's id derives from everything that changes its results
 (:class:`RunConfig`), so ``--top-k 4`` and ``--top-k 8`` are two runs with two reports.
-Ingestion is shared by the runs that use the same sample, mode and Worker: it lives in
-``outputs/ingestions/<ingest_id>/`` (``ingest.jsonl``, and the embedded Worker's database).
+Ingestion is shared by the runs that use the same sample, mode and Worker: it lives in its own
+folder ``outputs/runs/<sample>-<mode>-<worker>/`` (``ingest.jsonl``, and the embedded Worker's
+database); a run named with ``--run-id`` keeps its ingestion in its own folder.
 
 Each stage appends one record per item as soon as the item is done (flushed and fsynced), and
 skips items already recorded for the same configuration, so a crash or Ctrl-C loses at most the
@@ -115,13 +116,10 @@ def runs_root() -> Path:
     return outputs_dir() / "runs"
 
 
-def ingestions_root() -> Path:
-    return outputs_dir() / "ingestions"
-
-
 def ingestion_folder(ingest_id: str) -> "RunFolder":
-    """The folder of one ingestion (records, and the embedded Worker's database)."""
-    return RunFolder(ingest_id, root=ingestions_root())
+    """The folder of one ingestion (records, and the embedded Worker's database), under ``runs/``:
+    a run named with ``--run-id`` holds its own ingestion in its own folder."""
+    return RunFolder(ingest_id)
 
 
 def git_commit() -> str | None:

@@ -63,12 +63,30 @@ def identity_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changes
 
 
-def check_run_worker(run: RunFolder, identity: dict[str, Any], has_results: bool) -> None:
-    """Raise :class:`WorkerMismatch` when ``run`` already holds results from another Worker."""
-    recorded = run.manifest().get("worker")
+def ingestion_generations(ingestion: RunFolder, conversations: list[Conversation]) -> dict[str, str]:
+    """Per sample, the id of the latest reset of its ingestion ('' before any): it changes whenever
+    the Worker was ingested again, so answers from before no longer describe what it holds."""
+    gens = {c.sample_id: "" for c in conversations}
+    for rec in ingestion.records(INGEST_FILE):
+        if rec.get("kind") == "reset" and rec.get("sample_id") in gens:
+            gens[rec["sample_id"]] = str(rec.get("generation") or rec.get("at") or "reset")
+    return gens
+
+
+def check_run_worker(run: RunFolder, identity: dict[str, Any], has_results: bool,
+                     generations: dict[str, str] | None = None) -> None:
+    """Raise :class:`WorkerMismatch` when ``run`` already holds results from another Worker, or from
+    before the Worker was ingested again (``generations``, see :func:`ingestion_generations`)."""
+    answer = run.manifest().get("answer", {})
+    recorded = answer.get("worker")
     if not has_results or not recorded:
         return
     changes = identity_changes(recorded, identity)
+    old_gens = answer.get("ingestion_generations")
+    if generations is not None and old_gens is not None:
+        again = sorted(s for s, g in generations.items() if s in old_gens and old_gens[s] != g)
+        if again:
+            changes.append(f"{', '.join(again)} ingested again since these answers")
     if changes:
         raise WorkerMismatch(
             f"run {run.run_id} holds results from another Worker ({'; '.join(changes[:4])}"
@@ -84,7 +102,7 @@ def check_ingestion_held(client: WorkerClient, ingestion: RunFolder, conversatio
     ingestion sends every session again); raises :class:`WorkerMismatch` when the Worker holds part
     of it or is another instance holding other data.
     """
-    recorded = ingestion.manifest().get("worker") or {}
+    recorded = ingestion.manifest().get("ingest", {}).get("worker") or {}
     old_instance, new_instance = recorded.get("instance_id"), identity.get("instance_id")
     notes = []
     for conv in conversations:

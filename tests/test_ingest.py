@@ -21,7 +21,7 @@ from locomo_kit.dataset import get_conversation
 from locomo_kit.embedded import EmbeddedWorker, free_port
 from locomo_kit.ingest import format_verification, ingest_conversation, verify
 from locomo_kit.pipeline import run_ingest
-from locomo_kit.runs import RunFolder, ingestion_folder
+from locomo_kit.runs import RunFolder
 from locomo_kit.worker_client import WorkerClient
 
 
@@ -75,8 +75,8 @@ def test_killed_ingestion_resumes_without_duplicates(tmp_path, conv26):
     run_id = "killtest"
     with EmbeddedWorker(tmp_path / "mw.db", embedder="minilm") as url:
         cmd = [sys.executable, "-m", "locomo_kit", "ingest", "--sample", "conv-26", "--worker-url", url,
-               "--ingest-id", run_id, "--poll-interval", "0.2"]
-        log = ingestion_folder(run_id).path / "ingest.jsonl"
+               "--run-id", run_id, "--poll-interval", "0.2"]
+        log = RunFolder(run_id).path / "ingest.jsonl"
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while not (log.exists() and len(log.read_text().splitlines()) >= 3):

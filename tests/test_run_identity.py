@@ -47,7 +47,8 @@ def test_each_top_k_is_its_own_run_with_its_own_report(capsys):
         assert {a["top_k"] for a in answers} == {k} and len(answers) == 81
     assert "0 questions done, 81 already done" in outs[2]  # the same configuration resumes its own run
     assert "0 sessions done, 19 already done" in outs[1]  # and every run reuses one ingestion
-    assert len(list((Path(paths[0]).parents[2] / "ingestions").iterdir())) == 1
+    folders = sorted(p.name for p in Path(paths[0]).parents[1].iterdir())
+    assert len(folders) == 3 and "conv-30-transcript-embedded-hashing" in folders  # two runs, one ingestion
 
 
 def _auth_rejected():
@@ -143,8 +144,27 @@ def test_a_different_worker_on_the_same_url_never_reuses_old_results(tmp_path, m
         assert report.read_text() == before  # the old report is left as it was, not rewritten as new
         # given its own run, the new Worker is ingested again (it holds nothing) and answers
         assert main(["run", "--sample", "conv-30", "--worker-url", url, "--run-id", "recency0"]) == 0
-        out = capsys.readouterr().out
-        assert "holds none of locomo-eval-conv-30's" in out and "ingest ok: " in out
+        assert "ingest ok: 19 sessions done, 0 already done" in capsys.readouterr().out
+    finally:
+        second.stop()
+
+
+def test_a_worker_restarted_empty_is_ingested_again_and_old_answers_are_not_reused(tmp_path, monkeypatch, capsys):
+    first = EmbeddedWorker(tmp_path / "a.db", embedder="hashing")
+    url = first.start()
+    try:
+        assert main(["run", "--sample", "conv-30", "--worker-url", url]) == 0
+    finally:
+        first.stop()
+    capsys.readouterr()
+    monkeypatch.setattr(embedded, "free_port", lambda: first.port)
+    second = EmbeddedWorker(tmp_path / "b.db", embedder="hashing")  # same settings, empty database
+    second.start()
+    try:
+        assert main(["run", "--sample", "conv-30", "--worker-url", url]) == 1
+        out, err = capsys.readouterr()
+        assert "holds none of locomo-eval-conv-30's 1" in out and "ingest ok: 19 sessions done, 0 already done" in out
+        assert "conv-30 ingested again since these answers" in err
     finally:
         second.stop()
 
