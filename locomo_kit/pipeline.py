@@ -362,7 +362,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
     outcomes: list[Outcome] = []
     config = run_config(sample, worker_url, mode, answer_model, top_k, context_budget=context_budget, **extra)
     run = resolve_run(config, run_id)
-    _, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id or run_id, dataset_path=dataset_path,
+    ingest_id = ingest_id or run_id or default_ingest_id(sample, mode, worker_url)
+    _, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id, dataset_path=dataset_path,
                                    progress=progress, for_run=run)
     for note in getattr(ingest_summary, "notes", []):
         log(note)
