@@ -79,10 +79,15 @@ OUTPUTS = """() => {
 def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) -> dict:
     page.goto(f"{base}/lab/tree/{name}.ipynb?token={TOKEN}")
     page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell')", timeout=120_000)
+    page.wait_for_function(f"window.jupyterapp.shell.currentWidget?.context?.path?.endsWith('{name}.ipynb')",
+                           timeout=120_000)
     page.wait_for_function(f"({KERNEL_STATUS})() === 'idle'", timeout=120_000)
     start = time.monotonic()
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")  # not awaited
-    time.sleep(2)
+    for _ in range(3):  # a kernel that has just connected may drop the first request
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")  # not awaited
+        time.sleep(5)
+        if page.evaluate(KERNEL_STATUS) != "idle" or any(c["count"] for c in page.evaluate(OUTPUTS)):
+            break
     idle_since = None
     while time.monotonic() - start < timeout_s:
         status = page.evaluate(KERNEL_STATUS)
