@@ -21,6 +21,7 @@ from locomo_kit.ingest import progress_enabled
 from locomo_kit.llm import LLM, LLMError
 from locomo_kit.qa.context import approx_tokens, format_context
 from locomo_kit.qa.extractive import ExtractiveAnswerer
+from locomo_kit.qa.retrieval import retrieve
 from locomo_kit.qa.prompts import (
     ANSWER_PROMPT_VERSION,
     ANSWER_SYSTEM,
@@ -42,6 +43,7 @@ class AnswerConfig:
     answer_model: str = "extractive"  # resolved: extractive, anthropic/<m>, openai/<m>, fake/<m>
     top_k: int = 8
     include_adversarial: bool = False
+    query_strategy: str = "question"  # question | keywords (the kit's fusion: see qa/retrieval.py)
 
     @property
     def prompt_version(self) -> str:
@@ -50,8 +52,11 @@ class AnswerConfig:
         return FULL_CONTEXT_PROMPT_VERSION if self.source == "full-context" else ANSWER_PROMPT_VERSION
 
     def key(self) -> str:
-        blob = json.dumps([self.source, self.answer_model, self.top_k if self.source == "memory" else None,
-                           self.prompt_version])
+        parts: list = [self.source, self.answer_model, self.top_k if self.source == "memory" else None,
+                       self.prompt_version]
+        if self.source == "memory" and self.query_strategy != "question":
+            parts.append(self.query_strategy)
+        blob = json.dumps(parts)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -74,6 +79,7 @@ class AnswerRecord:
     config_key: str
     top_k: int | None
     retrieved: list[dict] = field(default_factory=list)  # id, content, source_turns, score
+    query_strategy: str | None = None  # how memories were retrieved (None: full context)
     memories_used: int = 0
     search_latency_ms: float | None = None
     answer_latency_ms: float = 0.0
@@ -133,7 +139,8 @@ class QARunner:
                             category_name=q.category_name, gold=q.answer, adversarial_answer=q.adversarial_answer,
                             evidence=list(q.evidence), source=c.source, answerer=c.answer_model,
                             answerer_label=self.label, prompt_version=c.prompt_version, config_key=c.key(),
-                            top_k=c.top_k if c.source == "memory" else None, **kw)
+                            top_k=c.top_k if c.source == "memory" else None,
+                            query_strategy=c.query_strategy if c.source == "memory" else None, **kw)
 
     def answer_one(self, conv: Conversation, q: Question) -> AnswerRecord:
         c = self.config
@@ -142,7 +149,8 @@ class QARunner:
         try:
             if c.source == "memory":
                 assert self.client is not None
-                result = self.client.search(q.question, adapter.project_name(conv.sample_id), limit=c.top_k)
+                result = retrieve(self.client, q.question, adapter.project_name(conv.sample_id), c.top_k,
+                                  c.query_strategy)
                 memories, search_ms = result.observations, round(result.latency_ms, 3)
                 context = format_context(memories)
             else:
