@@ -44,7 +44,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     run, report, figures, summary = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model,
                                             judge_model, args.judge_protocol, args.judge_runs, args.top_k,
                                             args.llm_base_url, query_strategy=args.query_strategy,
-                                            consistency_timeout=args.consistency_timeout)
+                                            consistency_timeout=args.consistency_timeout,
+                                            session_timeout=args.session_timeout)
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     print(f"official F1 {f1['mean']:.1f}% over {summary['questions']} questions ({summary['answerer_label']})")
     print(f"report:  {report}")
@@ -145,6 +146,12 @@ def _worker_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-id", help="run folder name under outputs/runs (default: derived from sample, mode, worker)")
 
 
+def _session_timeout_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--session-timeout", type=float, default=180.0,
+                   help="seconds to wait for the Worker's queue per session; a queue still stuck after that stops "
+                   "the whole ingestion (180)")
+
+
 def _consistency_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--consistency-timeout", type=float, default=1200.0,
                    help="after ingesting, wait at most this many seconds until the Worker finds sampled memories "
@@ -216,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "Resumable: a rerun skips sessions already ingested.")
     _worker_options(ing)
     ing.add_argument("--force", action="store_true", help="forget the project in the Worker and ingest again")
-    ing.add_argument("--session-timeout", type=float, default=180.0, help="seconds to wait per session (180)")
+    _session_timeout_option(ing)
     ing.add_argument("--poll-interval", type=float, default=3.0, help="longest pause between queue polls (3 s)")
     _consistency_option(ing)
     ing.set_defaults(func=_cmd_ingest)
@@ -253,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     _answer_options(run, "extractive")
     _judge_options(run)
     _consistency_option(run)
+    _session_timeout_option(run)
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
     return parser

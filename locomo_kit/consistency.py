@@ -23,10 +23,10 @@ from locomo_kit.worker_client import Observation, WorkerClient
 _WORD = re.compile(r"\w+")
 
 
-def probe_query(o: Observation, words: int = 10) -> str | None:
-    """The last ``words`` words of the memory, as one contiguous phrase (found by phrase matching
-    and by semantic search alike); None for a memory too short to be told apart."""
-    tokens = _WORD.findall(o.content)
+def probe_query(o: Observation, words: int = 40) -> str | None:
+    """The memory's own words (its last ``words``), as one contiguous phrase: found by phrase
+    matching and by semantic search alike; None for a memory too short to be told apart."""
+    tokens = _WORD.findall(o.narrative or o.text or o.title or "")  # one field: a phrase cannot span two
     return " ".join(tokens[-words:]) if len(tokens) >= 5 else None
 
 

@@ -182,7 +182,9 @@ def _ingest_transcript(client: WorkerClient, conv: Conversation, session: Sessio
     csid = adapter.content_session_id(conv.sample_id, session.number)
     project = adapter.project_name(conv.sample_id)
     init = client.init_session(csid, project, adapter.init_prompt(conv, session))
-    if init.get("skipped"):
+    # claude-mem answers "duplicate" when the same prompt reached the same session within 10 s (e.g. a
+    # resume right after a Worker restart): the session exists, so go on; any other skip is a failure
+    if init.get("skipped") and init.get("reason") != "duplicate":
         raise WorkerError(f"Worker skipped session init: {init.get('reason')}")
     queued = client.queue_observation(csid, **adapter.read_tool_call(conv, session, gen))
     if queued.get("status") not in ("queued", "skipped") or (

@@ -187,7 +187,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
             dataset_path: str | None = None, progress: bool | None = None, log=print,
-            query_strategy: str = "question", consistency_timeout: float = 1200.0):
+            query_strategy: str = "question", consistency_timeout: float = 1200.0, session_timeout: float = 180.0):
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report."""
     from locomo_kit.llm import make_llm
 
@@ -195,7 +195,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
         if spec and spec not in ("extractive", "auto"):
             make_llm(spec, base_url=llm_base_url)
     run, ingest_summary = run_ingest(sample, worker_url, mode, run_id, dataset_path=dataset_path, progress=progress,
-                                     consistency_timeout=consistency_timeout, log=log)
+                                     consistency_timeout=consistency_timeout, log=log, session_timeout=session_timeout)
     for line in ingest_summary.lines():
         log(line)
     if ingest_summary.aborted or not (ingest_summary.ingested or ingest_summary.skipped):

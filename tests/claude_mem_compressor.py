@@ -22,6 +22,7 @@ import argparse
 import json
 import re
 import threading
+import time
 from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -85,9 +86,11 @@ def reply_for(prompt: str) -> tuple[str, str]:
 class CompressorStandin:
     """The stand-in on a loopback port (``port=0``: a free one), served from a thread."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, delay: float = 0.0) -> None:
         self.calls: list[dict] = []  # kind, model, messages (count), max_tokens, chars
         self.stopped = False
+        self.delay = delay  # seconds before each answer (a slow provider)
+        self.skip_all = False  # answer every observer prompt with <skip_summary/> (stores nothing)
         self._lock = threading.Lock()
         standin = self
 
@@ -113,6 +116,10 @@ class CompressorStandin:
                 except (ValueError, KeyError, TypeError, AttributeError) as exc:
                     return self._send(400, {"error": {"message": f"bad request: {exc}"}})
                 kind, text = reply_for(str(prompt))
+                if standin.skip_all and kind == "observation":
+                    kind, text = "skip", '<skip_summary reason="noise" />'
+                if standin.delay:
+                    time.sleep(standin.delay)
                 with standin._lock:
                     standin.calls.append({"kind": kind, "model": body.get("model"), "messages": len(body["messages"]),
                                           "max_tokens": body.get("max_tokens"), "chars": len(str(prompt)),
