@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Callable, Sequence
 
 from locomo_kit import __version__
@@ -16,13 +17,15 @@ class CliError(Exception):
 
 
 def _cmd_data_fetch(args: argparse.Namespace) -> int:
-    from locomo_kit.data_fetch import DataFetchError, fetch_dataset, sha256_file
+    from locomo_kit.data_fetch import DataFetchError, fetch_audit, fetch_dataset, sha256_file
 
     try:
         path = fetch_dataset(source=args.source, force=args.force)
+        print(f"{path} ok (sha256 {sha256_file(path)})")
+        audit = fetch_audit(source=args.audit_source, force=args.force)
+        print(f"{audit} ok (sha256 {sha256_file(audit)})")
     except DataFetchError as exc:
         raise CliError(str(exc)) from None
-    print(f"{path} ok (sha256 {sha256_file(path)})")
     return 0
 
 
@@ -42,15 +45,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         answer_model = answer_model if answer_model != "extractive" else "anthropic/claude-opus-4-6"
         judge_model = judge_model or "anthropic/claude-sonnet-4-6"
     run, report, figures, summary = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model,
-                                            judge_model, args.judge_protocol, args.judge_runs, args.top_k,
-                                            args.llm_base_url, query_strategy=args.query_strategy,
+                                            judge_model, args.judge_protocol or "playbook", args.judge_runs,
+                                            args.top_k, args.answer_base_url, calibration_size=args.calibration_size,
+                                            judge_base_url=args.judge_base_url, calls=_call_settings(args),
+                                            timeout=args.timeout, query_strategy=args.query_strategy,
                                             consistency_timeout=args.consistency_timeout,
                                             session_timeout=args.session_timeout)
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     print(f"official F1 {f1['mean']:.1f}% over {summary['questions']} questions ({summary['answerer_label']})")
     print(f"report:  {report}")
     print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")
-    return _ingest_outcome(run)
+    return max(_pending_calls_exit(run), _ingest_outcome(run))
 
 
 def _ingest_outcome(run) -> int:
@@ -74,8 +79,8 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_answer
 
     run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, args.top_k,
-                              args.source, args.include_adversarial, args.concurrency, args.llm_base_url,
-                              query_strategy=args.query_strategy)
+                              args.source, args.include_adversarial, args.concurrency, args.answer_base_url,
+                              calls=_call_settings(args), timeout=args.timeout, query_strategy=args.query_strategy)
     print(summary.line())
     print(f"run folder: {run.path}")
     return 1 if summary.failed else 0
@@ -93,17 +98,61 @@ def _existing_run(args: argparse.Namespace):
 def _cmd_score(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_judge, run_score
     from locomo_kit.scoring import by_category
+    from locomo_kit.scoring.gold import keys_for
+    from locomo_kit.scoring.score_run import load_scores
 
+    if args.judge_protocol and not args.judge_model:
+        raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model (e.g. anthropic/claude-sonnet-4-6)")
     run = _existing_run(args)
-    scores = run_score(run, args.sample)
-    for row in by_category([(s.category, s.locomo_f1) for s in scores]):
-        print(f"{str(row.category):>8} {row.name:<12} n={row.count:<5} official F1 {100 * row.mean:5.1f}% "
-              f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
+    key = run_score(run, args.sample, gold=args.gold)[0].config_key
+    for gold_key in keys_for(args.gold):
+        print(f"gold key: {gold_key}")
+        scores = load_scores(run, key, gold_key)
+        for row in by_category([(s["category"], s["locomo_f1"]) for s in scores]):
+            print(f"{str(row.category):>8} {row.name:<12} n={row.count:<5} official F1 {100 * row.mean:5.1f}% "
+                  f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
     if args.judge_model:
-        made = run_judge(run, args.judge_protocol, args.judge_model, args.judge_runs, args.llm_base_url)
-        print(f"judged {len(made or [])} answers ({args.judge_protocol})")
+        from locomo_kit.scoring.calibration import calibration_rates
+        from locomo_kit.scoring.judge import load_judgements
+
+        protocol = args.judge_protocol or "playbook"
+        made = run_judge(run, protocol, args.judge_model, args.judge_runs, args.judge_base_url, gold=args.gold,
+                         calibration_size=args.calibration_size, calls=_call_settings(args), timeout=args.timeout)
+        print(f"judged {len(made or [])} answers ({protocol})")
+        for r in calibration_rates(load_judgements(run, protocol)):
+            print(f"calibration {r['protocol']} {r['judge_model']} {r['kind']:<14} {r['rate_name']} "
+                  f"{r['rate'] if r['rate'] is None else round(r['rate'], 1)}% of {r['items']} "
+                  f"[{r['ci_low'] if r['ci_low'] is None else round(r['ci_low'], 1)}, "
+                  f"{r['ci_high'] if r['ci_high'] is None else round(r['ci_high'], 1)}]")
     print(f"run folder: {run.path}")
-    return 0
+    return _pending_calls_exit(run) if args.judge_model else 0
+
+
+def _call_settings(args: argparse.Namespace):
+    """The paid-call options as CallSettings: on a terminal the plan is confirmed unless --yes;
+    elsewhere spending needs --yes."""
+    from locomo_kit.llm.execute import CallSettings
+
+    def confirm(plan_line: str) -> bool:
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            raise CliError("not on a terminal, so the plan above cannot be confirmed: pass --yes to spend "
+                           "(and --max-cost USD to cap it)")
+        return input("Spend this? [y/N] ").strip().lower() in ("y", "yes")
+
+    return CallSettings(concurrency=args.concurrency, rpm=args.rpm, tpm=args.tpm, retries=args.retries, batch=args.batch,
+                        poll_interval=args.batch_poll, max_cost=args.max_cost, confirm=confirm)
+
+
+def _pending_calls_exit(run) -> int:
+    """1 (with the reason) while answer or judge calls of the run are still failing, else 0."""
+    from locomo_kit.llm.pending import pending_calls
+
+    lines = pending_calls(run)
+    for line in lines:
+        print(f"locomo-kit: {line}", file=sys.stderr)
+    return 1 if lines else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -115,11 +164,44 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from locomo_kit.compare import compare, statements, table_lines, write_comparison
+    from locomo_kit.paths import outputs_dir
+    from locomo_kit.runs import slug
+
+    result = compare(args.runs)
+    print(f"{result['shared_questions']} shared questions (categories 1-4); differences vs {result['runs'][0]['run_id']}; "
+          f"{result['method']['interval']}")
+    print("\n".join(table_lines(result)))
+    for line in statements(result) + result["notes"]:
+        print(line.replace("**", ""))
+    if not args.no_write:
+        folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug("__vs__".join(r["run_id"] for r in result["runs"]))
+        paths = write_comparison(result, folder)
+        print(f"comparison: {paths['markdown']} (+ compare.json, compare.png)")
+    return 0
+
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    cmp_ = sub.add_parser("compare", help="paired comparison of runs per category, with intervals",
+                          description="Compare runs over the questions they share: per category, each run's official "
+                          "F1, Mem0 F1, J (same judge only), evidence recall, latency, tokens and cost; the paired "
+                          "difference with the first run, a paired-bootstrap 95% interval, the minimal detectable "
+                          "difference, and whether the runs are distinguishable. Reads run folders only.")
+    cmp_.add_argument("runs", nargs="+", metavar="RUN", help="run ids under outputs/runs, or paths to run folders "
+                      "(the first is the baseline)")
+    cmp_.add_argument("--out", help="folder for compare.md/.json/.png (default outputs/compare/<runs>)")
+    cmp_.add_argument("--no-write", action="store_true", help="print only")
+    cmp_.set_defaults(func=_cmd_compare)
+
+
 def _answer_options(p: argparse.ArgumentParser, default_model: str) -> None:
     p.add_argument("--answer-model", default=default_model,
                    help=f"extractive, auto, anthropic/<model> or openai/<model> (default {default_model})")
     p.add_argument("--top-k", type=int, default=8, help="memories retrieved per question (8)")
-    p.add_argument("--llm-base-url", help="base URL of an OpenAI-compatible server for openai/<model>")
+    p.add_argument("--answer-base-url", "--llm-base-url", dest="answer_base_url",
+                   help="the answerer's server: an OpenAI-compatible base URL for openai/<model> "
+                   "(http://127.0.0.1:8000/v1), or an Anthropic API address (default $ANTHROPIC_BASE_URL)")
     _query_strategy_option(p)
 
 
@@ -132,8 +214,33 @@ def _query_strategy_option(p: argparse.ArgumentParser) -> None:
 
 def _judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-model", help="anthropic/<model> or openai/<model>; judging is skipped without one")
-    p.add_argument("--judge-protocol", choices=["playbook", "mem0"], default="playbook", help="(playbook)")
-    p.add_argument("--judge-runs", type=int, help="judge runs per question (playbook 10, mem0 3)")
+    p.add_argument("--judge-protocol", choices=["playbook", "mem0", "strict"],
+                   help="playbook (0-100), mem0 (lenient CORRECT/WRONG, Mem0's), strict (CORRECT/WRONG) "
+                   "(playbook; needs --judge-model)")
+    p.add_argument("--calibration-size", type=int, default=100,
+                   help="questions of the judge calibration set graded in every judged run (100; 0 = none)")
+    p.add_argument("--judge-runs", type=int, help="judge runs per question (10 for both protocols, as the Mem0 paper)")
+    p.add_argument("--judge-base-url", help="the judge's own server (never the answerer's): an OpenAI-compatible "
+                   "base URL for openai/<model>, or an Anthropic API address (default $ANTHROPIC_BASE_URL)")
+
+
+def _call_options(p: argparse.ArgumentParser) -> None:
+    from locomo_kit.llm.execute import DEFAULT_CONCURRENCY
+
+    g = p.add_argument_group("paid calls", "Every paid stage prints its plan (calls still needed, tokens, cost) "
+                             "and asks on a terminal before spending.")
+    g.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
+                   help=f"LLM calls in flight at once, across questions (default {DEFAULT_CONCURRENCY})")
+    g.add_argument("--rpm", type=float, help="cap on requests per minute (default: none; 429s slow the pool down)")
+    g.add_argument("--tpm", type=float, help="cap on input tokens per minute (default: none)")
+    g.add_argument("--timeout", type=float, help="seconds per LLM call (default 120)")
+    g.add_argument("--retries", type=int, default=6, help="retries per call on 429/5xx/timeouts (6), with jittered "
+                   "back-off honouring retry-after; a call that still fails stays pending for the next run")
+    g.add_argument("--batch", action="store_true", help="Anthropic Message Batches: one batch per stage, half price, "
+                   "results within 24 h; a rerun resumes the recorded batch")
+    g.add_argument("--batch-poll", type=float, default=30.0, help="seconds between batch status polls (30)")
+    g.add_argument("--yes", "-y", action="store_true", help="spend without asking (needed when not on a terminal)")
+    g.add_argument("--max-cost", type=float, metavar="USD", help="refuse a stage whose plan may cost more than USD")
 
 
 def _worker_options(p: argparse.ArgumentParser) -> None:
@@ -199,11 +306,14 @@ def _add_data(sub: argparse._SubParsersAction) -> None:
     data_sub = data.add_subparsers(dest="data_command", required=True)
     fetch = data_sub.add_parser(
         "fetch",
-        help="download or copy locomo10.json into data/ and verify its sha256",
+        help="download or copy locomo10.json and the gold-answer audit into data/ and verify their sha256",
         description="Download the pinned locomo10.json into data/, or copy it from LOCOMO_SOURCE "
-        "(a path or URL); the sha256 is verified either way.",
+        "(a path or URL); likewise the pinned LoCoMo audit (dial481/locomo-audit errors.json) from "
+        "LOCOMO_AUDIT_SOURCE. The sha256 is verified either way.",
     )
     fetch.add_argument("--source", help="path or URL (default: $LOCOMO_SOURCE, else the upstream URL)")
+    fetch.add_argument("--audit-source", help="path or URL of the audit's errors.json (default: $LOCOMO_AUDIT_SOURCE, "
+                       "else a copy beside a local LOCOMO_SOURCE or in ../shared/data, else the pinned URL)")
     fetch.add_argument("--force", action="store_true", help="replace an existing file")
     fetch.set_defaults(func=_cmd_data_fetch)
 
@@ -240,14 +350,18 @@ def build_parser() -> argparse.ArgumentParser:
     _answer_options(ans, "auto")
     ans.add_argument("--source", choices=["memory", "full-context"], default="memory", help="(memory)")
     ans.add_argument("--include-adversarial", action="store_true", help="also answer category 5")
-    ans.add_argument("--concurrency", type=int, default=4, help="parallel LLM calls (4)")
+    _call_options(ans)
     ans.set_defaults(func=_cmd_answer)
     sc = sub.add_parser("score", help="score saved answers (F1s, diagnostics) and optionally judge them",
                         description="Score a run's saved answers: official LoCoMo F1, Mem0 F1 and BLEU-1, retrieval "
                         "diagnostics; with --judge-model also LLM-as-a-Judge. Never queries the Worker.")
     _worker_options(sc)
     _judge_options(sc)
-    sc.add_argument("--llm-base-url", help="base URL of an OpenAI-compatible judge server")
+    _call_options(sc)
+    sc.add_argument("--llm-base-url", dest="judge_base_url", help="the same as --judge-base-url")
+    sc.add_argument("--gold", choices=["original", "audited", "both"], default="both",
+                    help="gold key: original (the released answers, comparable to published numbers), audited "
+                    "(the LoCoMo audit's corrected answers and evidence ids), or both (default)")
     sc.set_defaults(func=_cmd_score)
     rep = sub.add_parser("report", help="write report.md and figures for a run",
                          description="Write report.md and figures/*.png into the run folder from its records.")
@@ -259,10 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
     _worker_options(run)
     _answer_options(run, "extractive")
     _judge_options(run)
+    _call_options(run)
     _consistency_option(run)
     _session_timeout_option(run)
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
+    _add_compare(sub)
     return parser
 
 

@@ -50,3 +50,57 @@ def cost(model: str, input_tokens: int, output_tokens: int, prices: dict | None 
 def estimate(what: str, model: str, calls: int, input_per_call: int, output_per_call: int) -> Estimate:
     i, o = calls * input_per_call, calls * output_per_call
     return Estimate(what, model, calls, i, o, cost(model, i, o))
+
+
+CHARS_PER_TOKEN = 3.5  # English prose in Claude's tokenizer is about 3.5-4 characters a token: err high
+MESSAGE_OVERHEAD_TOKENS = 8
+BATCH_DISCOUNT = 0.5  # Message Batches are billed at half the list price
+
+
+def prompt_tokens(system: str, messages: list[dict]) -> int:
+    """Input tokens of one request, estimated from its actual text."""
+    chars = len(system) + sum(len(str(m.get("content", ""))) for m in messages)
+    return int(chars / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
+
+
+@dataclass
+class Plan:
+    """What a paid stage is about to spend: calls still needed after the cache and the run folder."""
+
+    what: str
+    model: str
+    calls: int
+    already_done: int
+    input_tokens: int
+    output_tokens: int  # expected
+    max_output_tokens: int  # if every reply used max_tokens
+    batch: bool = False
+    prices: dict | None = None
+
+    def _usd(self, output_tokens: int) -> float | None:
+        usd = cost(self.model, self.input_tokens, output_tokens, self.prices)
+        return None if usd is None else usd * (BATCH_DISCOUNT if self.batch else 1.0)
+
+    @property
+    def usd(self) -> float | None:
+        return self._usd(self.output_tokens)
+
+    @property
+    def max_usd(self) -> float | None:
+        """The most this plan can cost (every reply at max_tokens): what ``--max-cost`` is checked against."""
+        return self._usd(self.max_output_tokens)
+
+    def line(self) -> str:
+        if self.usd is None:
+            price = "unknown price (add the model to prices.json)"
+        else:
+            price = f"~${self.usd:,.2f} (at most ${self.max_usd:,.2f})" + (" at the 50% batch price" if self.batch else "")
+        return (f"{self.what}: {self.calls:,} calls to {self.model} still needed ({self.already_done:,} already done), "
+                f"~{self.input_tokens:,} input and ~{self.output_tokens:,} output tokens, {price}")
+
+
+def plan(what: str, model: str, requests: list, already_done: int, output_per_call: int, batch: bool = False) -> Plan:
+    """A :class:`Plan` for ``requests`` (:class:`~locomo_kit.llm.base.LLMRequest`), tokens from their text."""
+    return Plan(what, model, len(requests), already_done,
+                sum(prompt_tokens(r.system, r.messages) for r in requests),
+                sum(min(output_per_call, r.max_tokens) for r in requests), sum(r.max_tokens for r in requests), batch)

@@ -1,7 +1,9 @@
-"""Get the pinned LoCoMo file into ``data/``: download it, or copy it from ``LOCOMO_SOURCE``.
+"""Get the pinned LoCoMo file (and the pinned gold-answer audit) into ``data/``.
 
-The file is checked against a pinned sha256 either way and written atomically (a temporary file
-in the same folder, then a rename), so an interrupted fetch never leaves a half-written dataset.
+Each file is downloaded, or copied from a local path or URL named by an environment variable
+(``LOCOMO_SOURCE`` for the dataset, ``LOCOMO_AUDIT_SOURCE`` for the audit), checked against a pinned
+sha256 either way and written atomically (a temporary file in the same folder, then a rename), so
+an interrupted fetch never leaves a half-written file.
 """
 
 from __future__ import annotations
@@ -14,11 +16,17 @@ from pathlib import Path
 
 import httpx
 
-from locomo_kit.paths import default_dataset_path
+from locomo_kit.paths import PROJECT_ROOT, data_dir, default_dataset_path
 
 LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 LOCOMO_SIZE = 2_805_274
+
+# dial481/locomo-audit errors.json at a pinned commit (CC BY-NC 4.0, like the dataset): never committed.
+AUDIT_COMMIT = "9493fb4b4af4256ed17a18e8fd0b3cfdeec29539"
+AUDIT_URL = f"https://raw.githubusercontent.com/dial481/locomo-audit/{AUDIT_COMMIT}/errors.json"
+AUDIT_SHA256 = "f298ef46263fada20688a1d672be37d4f488c6da3b19343eea55ae5c1b5fe55e"
+AUDIT_FILE = "locomo-audit-errors.json"
 
 
 class DataFetchError(RuntimeError):
@@ -37,7 +45,7 @@ def _is_url(source: str) -> bool:
     return source.startswith(("http://", "https://"))
 
 
-def _download(url: str, dest: Path, timeout: float) -> None:
+def _download(url: str, dest: Path, timeout: float, env_var: str, name: str) -> None:
     try:
         with httpx.stream("GET", url, timeout=timeout, follow_redirects=True) as resp:
             resp.raise_for_status()
@@ -47,13 +55,48 @@ def _download(url: str, dest: Path, timeout: float) -> None:
     except httpx.HTTPStatusError as exc:
         raise DataFetchError(
             f"Downloading {url} failed with HTTP {exc.response.status_code}. "
-            "Set LOCOMO_SOURCE to a local copy of locomo10.json and run `locomo-kit data fetch` again."
+            f"Set {env_var} to a local copy of {name} and run `locomo-kit data fetch` again."
         ) from exc
     except httpx.HTTPError as exc:
         raise DataFetchError(
             f"Cannot download {url} ({type(exc).__name__}: {exc}). Without network, copy the file "
-            "instead: LOCOMO_SOURCE=/path/to/locomo10.json locomo-kit data fetch"
+            f"instead: {env_var}=/path/to/{name} locomo-kit data fetch"
         ) from exc
+
+
+def _fetch_pinned(dest: Path, source: str, expected_sha256: str, force: bool, timeout: float, *, env_var: str,
+                  name: str, what: str) -> Path:
+    if dest.exists() and not force:
+        if sha256_file(dest) == expected_sha256:
+            return dest
+        raise DataFetchError(
+            f"{dest} exists but its sha256 does not match the pinned {expected_sha256}. "
+            "Delete it or run `locomo-kit data fetch --force`."
+        )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.stem}.", suffix=".part", dir=dest.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        if _is_url(source):
+            _download(source, tmp, timeout, env_var, name)
+        else:
+            src = Path(source).expanduser()
+            if not src.is_file():
+                raise DataFetchError(
+                    f"{env_var} points to {src}, which is not a file. Point it at {name} or unset it to download "
+                    "the pinned copy."
+                )
+            shutil.copyfile(src, tmp)
+        got = sha256_file(tmp)
+        if got != expected_sha256:
+            raise DataFetchError(
+                f"{source} has sha256 {got}, expected {expected_sha256}: not the pinned {what}. Nothing was written."
+            )
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest
 
 
 def fetch_dataset(
@@ -71,35 +114,30 @@ def fetch_dataset(
     """
     dest = Path(dest) if dest else default_dataset_path()
     source = source or os.environ.get("LOCOMO_SOURCE") or LOCOMO_URL
-    if dest.exists() and not force:
-        if sha256_file(dest) == expected_sha256:
-            return dest
-        raise DataFetchError(
-            f"{dest} exists but its sha256 does not match the pinned {expected_sha256}. "
-            "Delete it or run `locomo-kit data fetch --force`."
-        )
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".locomo10.", suffix=".part", dir=dest.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        if _is_url(source):
-            _download(source, tmp, timeout)
-        else:
-            src = Path(source).expanduser()
-            if not src.is_file():
-                raise DataFetchError(
-                    f"LOCOMO_SOURCE points to {src}, which is not a file. Point it at locomo10.json "
-                    f"or unset it to download from {LOCOMO_URL}."
-                )
-            shutil.copyfile(src, tmp)
-        got = sha256_file(tmp)
-        if got != expected_sha256:
-            raise DataFetchError(
-                f"{source} has sha256 {got}, expected {expected_sha256}: not the pinned LoCoMo "
-                "release. Nothing was written."
-            )
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return dest
+    return _fetch_pinned(dest, source, expected_sha256, force, timeout, env_var="LOCOMO_SOURCE",
+                         name="locomo10.json", what="LoCoMo release")
+
+
+def default_audit_path() -> Path:
+    return data_dir() / AUDIT_FILE
+
+
+def default_audit_source() -> str:
+    """``LOCOMO_AUDIT_SOURCE``; else a copy beside a local ``LOCOMO_SOURCE``, or in ``../shared/data``
+    beside the checkout (the developers' and CI's layout); else the pinned URL."""
+    if os.environ.get("LOCOMO_AUDIT_SOURCE"):
+        return os.environ["LOCOMO_AUDIT_SOURCE"]
+    candidates = []
+    dataset_source = os.environ.get("LOCOMO_SOURCE")
+    if dataset_source and not _is_url(dataset_source):
+        candidates.append(Path(dataset_source).expanduser().parent / AUDIT_FILE)
+    candidates.append(PROJECT_ROOT.parent / "shared" / "data" / AUDIT_FILE)
+    return next((str(c) for c in candidates if c.is_file()), AUDIT_URL)
+
+
+def fetch_audit(dest: Path | None = None, source: str | None = None, *, force: bool = False,
+                timeout: float = 60.0) -> Path:
+    """Place the verified LoCoMo audit (dial481/locomo-audit ``errors.json``) at ``dest``; return its path."""
+    dest = Path(dest) if dest else default_audit_path()
+    return _fetch_pinned(dest, source or default_audit_source(), AUDIT_SHA256, force, timeout,
+                         env_var="LOCOMO_AUDIT_SOURCE", name=AUDIT_FILE, what="LoCoMo audit (errors.json)")

@@ -1,6 +1,9 @@
 """Start the reference Worker (memworker) as a child process on a free loopback port.
 
 The kit never imports memworker: it runs ``python -m memworker`` and talks to it over HTTP.
+The child dies with the kit: it is told the kit's pid (``--parent-pid``) and shuts down when the
+kit is gone, however the kit ended (SIGKILL included). memworker locks its database, so a Worker
+still shutting down after a killed run makes the next run wait for it instead of serving twice.
 """
 
 from __future__ import annotations
@@ -42,15 +45,15 @@ class EmbeddedWorker:
     def start(self) -> str:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
-        cmd = [sys.executable, "-m", "memworker", "--host", "127.0.0.1", "--port", str(self.port),
-               "--db-path", str(self.db_path), "--embedder", self.embedder, *self.extra_args]
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
         deadline = time.monotonic() + self.startup_timeout
+        self._spawn()
         with WorkerClient(self.url, retries=0, token="") as client:
             while True:
                 if self.process.poll() is not None:
+                    if self._locked_by_previous_worker() and time.monotonic() < deadline:
+                        time.sleep(0.5)  # a Worker of a killed run is still shutting down
+                        self._spawn()
+                        continue
                     self._fail(f"memworker exited with code {self.process.returncode}")
                 try:
                     client.wait_until_ready(timeout=0)
@@ -60,6 +63,21 @@ class EmbeddedWorker:
                         self._fail(f"memworker not ready after {self.startup_timeout:.0f} s ({exc})")
                 time.sleep(0.1)
         return self.url
+
+    def _spawn(self) -> None:
+        cmd = [sys.executable, "-m", "memworker", "--host", "127.0.0.1", "--port", str(self.port),
+               "--db-path", str(self.db_path), "--embedder", self.embedder, "--parent-pid", str(os.getpid()),
+               *self.extra_args]
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def _locked_by_previous_worker(self) -> bool:
+        if not self.log_path.exists():
+            return False
+        with open(self.log_path, "rb") as fh:
+            fh.seek(self._log_offset)
+            return b"is already serving" in fh.read()
 
     def _fail(self, why: str) -> None:
         self.stop()

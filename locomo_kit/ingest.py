@@ -148,14 +148,15 @@ class IngestSummary:
 
 
 def done_sessions(run: RunFolder, sample_id: str, mode: str) -> dict[int, dict]:
-    """Sessions recorded ``ok`` for this sample and mode since the last reset."""
+    """Sessions recorded ``ok`` for this sample and mode since the last reset (a session that
+    stored zero observations is not done: a rerun sends it again)."""
     done: dict[int, dict] = {}
     for rec in run.records(INGEST_FILE):
         if rec.get("sample_id") != sample_id:
             continue
         if rec.get("kind") == "reset":
             done.clear()
-        elif rec.get("mode") == mode and rec.get("status") == "ok":
+        elif rec.get("mode") == mode and rec.get("status") == "ok" and rec.get("observations", 1) > 0:
             done[int(rec["session"])] = rec
     return done
 
@@ -186,6 +187,7 @@ def _ingest_transcript(client: WorkerClient, conv: Conversation, session: Sessio
     # resume right after a Worker restart): the session exists, so go on; any other skip is a failure
     if init.get("skipped") and init.get("reason") != "duplicate":
         raise WorkerError(f"Worker skipped session init: {init.get('reason')}")
+    failed_before = client.processing_status().get("failed")
     queued = client.queue_observation(csid, **adapter.read_tool_call(conv, session, gen))
     if queued.get("status") not in ("queued", "skipped") or (
             queued.get("status") == "skipped" and queued.get("reason") != "duplicate"):
@@ -195,6 +197,10 @@ def _ingest_transcript(client: WorkerClient, conv: Conversation, session: Sessio
     except WorkerTimeout as exc:
         raise QueueStuck(f"{exc}; the Worker's compressor is not processing (check its provider settings and "
                          f"logs, e.g. ~/.claude-mem/logs/)") from exc
+    failed_after = client.processing_status().get("failed")
+    if isinstance(failed_before, int) and isinstance(failed_after, int) and failed_after > failed_before:
+        raise WorkerError(f"the Worker failed to process the transcript of session {session.number} (its failed "
+                          f"count rose from {failed_before} to {failed_after}; see its log); rerun to send it again")
     client.summarize(csid, f"Session {session.number} of {conv.sample_id} ingested.")
     return _count_session_observations(client, project, csid, before)
 

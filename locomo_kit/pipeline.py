@@ -93,40 +93,37 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                run_id: str | None = None, answer_model: str = "auto", top_k: int = 8, source: str = "memory",
                include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
                dataset_path: str | None = None, progress: bool | None = None, llm=None,
-               query_strategy: str = "question"):
-    """Answer every question of ``sample`` (resumable). ``llm`` overrides the model (tests)."""
-    from locomo_kit.costs import estimate
-    from locomo_kit.dataset import questions
+               calls=None, timeout: float | None = None, query_strategy: str = "question"):
+    """Answer every question of ``sample`` (resumable). ``llm`` overrides the model (tests); ``calls``
+    (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch, spending;
+    ``query_strategy`` how memories are retrieved (see :mod:`locomo_kit.qa.retrieval`)."""
     from locomo_kit.llm import DEFAULT_ANSWER_MODEL, make_llm, resolve_auto
     from locomo_kit.qa.answering import AnswerConfig, QARunner
 
     conversations, sha = load(sample, dataset_path)
     spec = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL) if llm is None else f"{llm.provider}/{llm.model}"
     if llm is None and spec != "extractive":
-        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path())
+        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
     from locomo_kit.qa.retrieval import LABELS
 
     config = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial,
                           query_strategy=query_strategy)
-    n = sum(len(questions(c, include_adversarial)) for c in conversations)
-    if spec.startswith("anthropic/"):
-        per_call = 300 + (top_k * 90 if source == "memory" else 26_000)
-        print(estimate("answering (estimate, before cache hits)", spec, n, per_call, 20).line())
     run = resolve_run(sample, mode, worker_url, run_id)
     manifest = {"parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
                 "answer": {"model": spec, "source": source, "top_k": top_k, "prompt_version": config.prompt_version,
                            "config_key": config.key(), "include_adversarial": include_adversarial,
+                           "server": getattr(llm, "base_url", None), "batch": bool(calls and calls.batch),
                            "query_strategy": query_strategy if source == "memory" else None,
                            "retrieval": LABELS[query_strategy] if source == "memory" else "full conversation",
                            "started_at": utc_now()}}
     if source == "memory":
         with connect(worker_url, run) as client:
             run.update_manifest(**manifest)
-            summary = QARunner(config, client=client, llm=llm).run(run, conversations, concurrency, progress)
+            summary = QARunner(config, client=client, llm=llm).run(run, conversations, concurrency, progress, calls)
     else:
         run.create().update_manifest(**manifest)
-        summary = QARunner(config, llm=llm).run(run, conversations, concurrency, progress)
+        summary = QARunner(config, llm=llm).run(run, conversations, concurrency, progress, calls)
     usage = {"input_tokens": sum(r.input_tokens for r in summary.records if not r.cached),
              "output_tokens": sum(r.output_tokens for r in summary.records if not r.cached)}
     run.update_manifest(answer={"finished_at": utc_now(), "answered": summary.answered, "failed": summary.failed,
@@ -134,44 +131,56 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     return run, summary
 
 
-def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, config_key: str | None = None):
-    """Score saved answers (official F1, Mem0 F1/BLEU-1, retrieval diagnostics)."""
+def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, config_key: str | None = None,
+              gold: str = "both"):
+    """Score saved answers (official F1, Mem0 F1/BLEU-1, retrieval diagnostics) under the gold key(s)
+    ``original``, ``audited`` or ``both``; returns the scores of the first key."""
     from locomo_kit.qa.answering import load_answers
+    from locomo_kit.scoring.gold import audit_for, keys_for
     from locomo_kit.scoring.score_run import score_answers
 
     conversations, _ = load(sample, dataset_path)
     answers = load_answers(run, config_key)
     if not answers:
         raise RuntimeError(f"No answers in {run.path}: run `locomo-kit answer --sample {sample}` first")
-    scores = score_answers(run, answers, conversations)
-    run.update_manifest(scoring={"scored_at": utc_now(), "questions": len(scores),
+    keys = keys_for(gold)
+    audit = audit_for(conversations, dataset_path) if "audited" in keys else None
+    scores = score_answers(run, answers, conversations, keys, audit)
+    run.update_manifest(scoring={"scored_at": utc_now(), "questions": len(answers), "gold_keys": list(keys),
                                  "config_key": answers[0]["config_key"]})
-    return scores
+    return [s for s in scores if s.gold_key == keys[0]]
 
 
 def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str = "auto", runs: int | None = None,
-              llm_base_url: str | None = None, config_key: str | None = None, llm=None, progress: bool | None = None):
-    """Judge saved answers; returns the judgements made now (None when no judge model is available)."""
-    from locomo_kit.costs import estimate
+              llm_base_url: str | None = None, config_key: str | None = None, llm=None, progress: bool | None = None,
+              gold: str = "both", calibration_size: int = 100, dataset_path: str | None = None,
+              calls=None, timeout: float | None = None):
+    """Judge saved answers under the gold key(s), and the judge calibration set, all through one call
+    pool (or one Message Batch); returns the answer judgements made now (None when no judge model is
+    available). ``llm_base_url`` is the judge's own server (never the answerer's)."""
     from locomo_kit.llm import DEFAULT_JUDGE_MODEL, make_llm, resolve_auto
     from locomo_kit.qa.answering import load_answers
+    from locomo_kit.scoring.gold_judging import audited_answers, calibration_answers
     from locomo_kit.scoring.judge import Judge, judge_answers
 
     if llm is None:
         spec = resolve_auto(judge_model, DEFAULT_JUDGE_MODEL)
         if spec == "extractive":
             return None
-        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path())
+        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
     judge = Judge(llm, protocol=protocol, runs=runs)
     answers = [a for a in load_answers(run, config_key) if a["category"] != 5]
-    if judge.model.startswith("anthropic/"):
-        print(estimate(f"judging ({protocol}, estimate)", judge.model, len(answers) * judge.runs, 450, 60).line())
-    judgements = judge_answers(run, judge, answers, progress)
-    usage = {"input_tokens": sum(r["input_tokens"] for j in judgements for r in j.runs if not r["cached"]),
-             "output_tokens": sum(r["output_tokens"] for j in judgements for r in j.runs if not r["cached"])}
+    extra = audited_answers(answers, gold, dataset_path) + calibration_answers(answers, calibration_size, dataset_path)
+    made = judge_answers(run, judge, answers + extra, progress, settings=calls)
+    keys = {a["config_key"] for a in answers}
+    judgements = [j for j in made if j.answer_config_key in keys]
+    usage = {"input_tokens": sum(r["input_tokens"] for j in made for r in j.runs if not r["cached"]),
+             "output_tokens": sum(r["output_tokens"] for j in made for r in j.runs if not r["cached"])}
     run.update_manifest(judge={protocol: {"model": judge.model, "runs": judge.runs, "prompt_version": judge.prompt_version,
                                           "temperature_requested": judge.temperature, "judged_at": utc_now(),
-                                          "usage_this_call": usage}})
+                                          "gold": gold, "calibration_size": calibration_size,
+                                          "server": getattr(llm, "base_url", None),
+                                          "batch": bool(calls and calls.batch), "usage_this_call": usage}})
     return judgements
 
 
@@ -186,14 +195,21 @@ def run_report(run: RunFolder, sample: str, dataset_path: str | None = None):
 def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript", run_id: str | None = None,
             answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
-            dataset_path: str | None = None, progress: bool | None = None, log=print,
+            dataset_path: str | None = None, progress: bool | None = None, log=print, calibration_size: int = 100,
+            judge_base_url: str | None = None, calls=None, timeout: float | None = None,
             query_strategy: str = "question", consistency_timeout: float = 1200.0, session_timeout: float = 180.0):
-    """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report."""
+    """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
+    ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's. Ingestion that stopped or
+    stored nothing raises :class:`IngestFailed` before anything is answered or reported."""
     from locomo_kit.llm import make_llm
+    from locomo_kit.llm.execute import preflight
 
-    for spec in (answer_model, judge_model):  # a missing key or SDK fails now, before any work is done
+    for spec, url in ((answer_model, llm_base_url), (judge_model, judge_base_url)):
+        # a missing key or SDK, a refused key or an unknown model fails now, before any work is done
         if spec and spec not in ("extractive", "auto"):
-            make_llm(spec, base_url=llm_base_url)
+            llm = make_llm(spec, base_url=url, timeout=timeout)
+            if calls is None or calls.preflight:
+                preflight(llm)
     run, ingest_summary = run_ingest(sample, worker_url, mode, run_id, dataset_path=dataset_path, progress=progress,
                                      consistency_timeout=consistency_timeout, log=log, session_timeout=session_timeout)
     for line in ingest_summary.lines():
@@ -202,12 +218,14 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
         raise IngestFailed(f"ingestion failed, nothing answered or reported: "
                            f"{ingest_summary.aborted or 'no session was ingested'} (run folder {run.path})")
     _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
-                            dataset_path=dataset_path, progress=progress, query_strategy=query_strategy)
+                            dataset_path=dataset_path, progress=progress, calls=calls, timeout=timeout,
+                            concurrency=calls.concurrency if calls else 4, query_strategy=query_strategy)
     log(answers.line())
     scores = run_score(run, sample, dataset_path)
     log(f"scored {len(scores)} answers")
     if judge_model:
-        made = run_judge(run, judge_protocol, judge_model, judge_runs, llm_base_url, progress=progress)
+        made = run_judge(run, judge_protocol, judge_model, judge_runs, judge_base_url, progress=progress,
+                         calibration_size=calibration_size, dataset_path=dataset_path, calls=calls, timeout=timeout)
         log(f"judged {len(made or [])} answers ({judge_protocol})")
     report, figures, summary = run_report(run, sample, dataset_path)
     return run, report, figures, summary

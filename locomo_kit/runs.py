@@ -2,7 +2,9 @@
 
 Each stage appends one record per item as soon as the item is done (flushed and fsynced), and
 skips items already recorded for the same configuration, so a crash or Ctrl-C loses at most the
-item in flight and rerunning the same command resumes.
+item in flight and rerunning the same command resumes. An append is a whole line or nothing: a
+torn last line (a crash or a full disk mid-write) is cut off before the next append, and a
+write that fails (disk full, read-only) raises :class:`RunStorageError`, saying what to do.
 """
 
 from __future__ import annotations
@@ -22,6 +24,15 @@ from typing import Any, Iterator
 from locomo_kit.paths import PROJECT_ROOT, outputs_dir
 
 TRACKED_PACKAGES = ("locomo-kit", "httpx", "anthropic", "openai", "nltk", "numpy", "pandas", "papermill")
+
+
+class RunStorageError(RuntimeError):
+    """The run folder cannot be written (disk full, read-only...); what is recorded stays valid."""
+
+
+def _storage_error(path: Path, exc: OSError) -> RunStorageError:
+    return RunStorageError(f"Cannot write {path}: {exc.strerror or exc}. Free space on that disk (or make it "
+                           f"writable), then rerun the same command: everything recorded so far is kept.")
 
 
 def utc_now() -> str:
@@ -80,6 +91,36 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _cut_torn_tail(path: Path, fh, size: int) -> int:
+    """If the file does not end with a newline, cut its last partial line; returns the new size."""
+    if size == 0:
+        return 0
+    with open(path, "rb") as reader:
+        reader.seek(max(0, size - 65536))
+        tail = reader.read()
+        if tail.endswith(b"\n"):
+            return size
+        cut = tail.rfind(b"\n")
+        if cut < 0 and size > 65536:  # a line longer than the window: find its start
+            reader.seek(0)
+            whole = reader.read()
+            cut, base = whole.rfind(b"\n"), 0
+        else:
+            base = max(0, size - 65536)
+        new_size = base + cut + 1 if cut >= 0 else 0
+    warnings.warn(f"{path}: cut a torn last line ({size - new_size} bytes, an interrupted write) before appending")
+    fh.truncate(new_size)
+    return new_size
+
+
 class RunFolder:
     def __init__(self, run_id: str, root: Path | None = None) -> None:
         self.run_id = run_id
@@ -119,18 +160,37 @@ class RunFolder:
                 data[key] = value
         data["updated_at"] = utc_now()
         tmp = self.manifest_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, indent=2, default=str))
-        os.replace(tmp, self.manifest_path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(data, indent=2, default=str))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.manifest_path)
+            _fsync_dir(self.path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise _storage_error(self.manifest_path, exc) from None
         return data
 
     # -- records ------------------------------------------------------------------------------
     def append(self, name: str, record: dict[str, Any]) -> None:
-        self.create()
-        line = json.dumps(record, default=str, ensure_ascii=False)
-        with open(self.path / name, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        """Append one record as one whole line (a torn tail left by a crash is cut off first)."""
+        path = self.path / name
+        line = (json.dumps(record, default=str, ensure_ascii=False) + "\n").encode("utf-8")
+        try:
+            self.create()
+            with open(path, "ab", buffering=0) as fh:
+                size = _cut_torn_tail(path, fh, fh.seek(0, os.SEEK_END))
+                try:
+                    view = memoryview(line)
+                    while view:
+                        view = view[fh.write(view):]
+                    os.fsync(fh.fileno())
+                except OSError:
+                    os.ftruncate(fh.fileno(), size)  # no half line left behind
+                    raise
+        except OSError as exc:
+            raise _storage_error(path, exc) from None
 
     def records(self, name: str) -> Iterator[dict[str, Any]]:
         """Records of ``name``; a torn last line (a crash mid-write) is skipped with a warning."""

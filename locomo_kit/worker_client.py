@@ -13,8 +13,10 @@ Errors, all raised as subclasses of :class:`WorkerError`::
         ├── WorkerNotReady         503 while the Worker initialises
         └── WorkerServerError      other 5xx
 
-Retries with backoff happen only where a retry cannot duplicate work: GET requests, and any
-request the Worker refused before doing anything (connection refused, 429, 503).
+Retries with backoff happen only where a retry cannot duplicate work: GET requests (also when
+the connection was reset), and any request the Worker refused before doing anything (connection
+refused, 429, 503). A refused connection is retried for up to ``restart_window`` seconds (default
+15, ``LOCOMO_WORKER_RESTART_WINDOW``): a restarting Worker takes several seconds to listen again.
 """
 
 from __future__ import annotations
@@ -145,13 +147,15 @@ def _decode_json_field(value: Any) -> Any:
 class WorkerClient:
     def __init__(self, base_url: str | None = None, token: str | None = None, *, timeout: float = 30.0,
                  transport: httpx.BaseTransport | None = None, retries: int = 3, backoff: float = 0.5,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, restart_window: float | None = None) -> None:
         self.base_url = (base_url or os.environ.get("LOCOMO_WORKER_URL") or DEFAULT_URL).rstrip("/")
         token = token if token is not None else os.environ.get("LOCOMO_WORKER_TOKEN")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.base_url, headers=headers, transport=transport,
                                   timeout=httpx.Timeout(timeout, connect=5.0))
         self.retries, self.backoff, self._sleep = retries, backoff, sleep
+        self.restart_window = restart_window if restart_window is not None else float(
+            os.environ.get("LOCOMO_WORKER_RESTART_WINDOW", "15"))
 
     def __repr__(self) -> str:  # never shows the token
         return f"WorkerClient({self.base_url!r})"
@@ -168,7 +172,7 @@ class WorkerClient:
     # -- transport ----------------------------------------------------------------------------
     def _request(self, method: str, route: str, *, params: dict | None = None, body: Any = None,
                  timeout: float | None = None) -> Any:
-        attempt = 0
+        attempt, started = 0, time.monotonic()
         while True:
             try:
                 kwargs: dict[str, Any] = {"params": params, "json": body}
@@ -176,9 +180,9 @@ class WorkerClient:
                     kwargs["timeout"] = timeout
                 resp = self._http.request(method, route, **kwargs)
             except httpx.ConnectError as exc:  # nothing was sent: always safe to retry
-                if attempt < self.retries:
+                if self.retries and (attempt < self.retries or time.monotonic() - started < self.restart_window):
                     attempt += 1
-                    self._sleep(self.backoff * 2 ** (attempt - 1))
+                    self._sleep(min(2.0, self.backoff * 2 ** (attempt - 1)))
                     continue
                 port = httpx.URL(self.base_url).port or 80
                 raise WorkerUnavailable(f"Worker not running at {self.base_url} ({START_HINT.format(port=port)})") from exc
@@ -188,6 +192,12 @@ class WorkerClient:
                     self._sleep(self.backoff * 2 ** (attempt - 1))
                     continue
                 raise WorkerTimeout(f"{method} {route} timed out at {self.base_url} ({type(exc).__name__})") from exc
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+                if method == "GET" and attempt < self.retries:  # a reset connection: a GET is safe to resend
+                    attempt += 1
+                    self._sleep(self.backoff * 2 ** (attempt - 1))
+                    continue
+                raise WorkerUnavailable(f"{method} {route} at {self.base_url} failed: {exc}") from exc
             except httpx.HTTPError as exc:
                 raise WorkerUnavailable(f"{method} {route} at {self.base_url} failed: {exc}") from exc
             if resp.status_code in (429, 503) and attempt < self.retries:

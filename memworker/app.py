@@ -1,30 +1,43 @@
 """The HTTP API: claude-mem's Worker routes (see docs: claude-mem-api.md) on FastAPI.
 
 Errors are JSON with a reason: 400 ``{error: "ValidationError", issues}`` for malformed or
-invalid input, 401 for a wrong token, 404 for unknown ids, 413 for oversized bodies, 503
-``{error: "Service initializing"}`` until the embedder is loaded.
+invalid input (and a ``Host`` header that is not this Worker's), 401 for a wrong token, 404 for
+unknown ids, 413 for oversized bodies, 503 ``{error: "Service initializing"}`` until the
+embedder is loaded, 507 when the database cannot be written (disk full, read-only): nothing was
+acknowledged, send it again. Any other failure is a JSON 500 that keeps the connection usable.
+
+Every text field and JSON key a request stores is redacted first (``memworker.safety``).
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
+import logging
 import os
 import time
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from memworker import __version__
 from memworker.config import Settings
-from memworker.safety import redact_json
+from memworker.safety import json_depth, redact_json
 from memworker.service import MemoryService
+from memworker.store import is_storage_error
 
 OPEN_ROUTES = ("/api/health", "/api/readiness")
+MAX_INT = 2**63 - 1  # SQLite's integers
+MAX_JSON_DEPTH = 64
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+log = logging.getLogger("memworker")
+Id = Annotated[int, Field(ge=0, le=MAX_INT)]
 
 
 class _Body(BaseModel):
@@ -55,7 +68,7 @@ class SummarizeBody(_Body):
 
 
 class BatchBody(_Body):
-    ids: list[int] = Field(max_length=1000)
+    ids: list[Id] = Field(max_length=1000)
 
 
 class SaveBody(_Body):
@@ -69,7 +82,11 @@ def _error(status: int, error: str, message: str, **extra: Any) -> JSONResponse:
 
 
 class BodyLimit:
-    """Pure ASGI middleware: refuse bodies over ``limit`` bytes with 413, before they are parsed."""
+    """Pure ASGI middleware: refuse bodies over ``limit`` bytes with 413, before they are parsed.
+
+    A declared ``Content-Length`` over the limit is refused at once; a chunked body is read up to
+    the limit and refused as soon as it passes it.
+    """
 
     def __init__(self, app, limit: int) -> None:
         self.app, self.limit = app, limit
@@ -77,27 +94,95 @@ class BodyLimit:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        too_large = _error(413, "PayloadTooLarge", f"Body over {self.limit} bytes")
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await _error(413, "PayloadTooLarge", f"Body over {self.limit} bytes")(scope, receive, send)
-        seen = 0
-
-        async def limited():
-            nonlocal seen
+            return await too_large(scope, receive, send)
+        chunks, seen = [], 0
+        while True:
             message = await receive()
-            seen += len(message.get("body", b""))
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
             if seen > self.limit:
-                raise _TooLarge()
-            return message
+                return await too_large(scope, receive, send)
+            if not message.get("more_body"):
+                break
+        body, replayed = b"".join(chunks), False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+class CatchAll:
+    """Pure ASGI middleware: an unexpected exception becomes a JSON answer, and the keep-alive
+    connection stays usable (Starlette's own handler re-raises, which makes the server drop it)."""
+
+    def __init__(self, app, db_path: str) -> None:
+        self.app, self.db_path = app, db_path
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        started = False
+
+        async def tracking_send(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
 
         try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _error(413, "PayloadTooLarge", f"Body over {self.limit} bytes")(scope, receive, send)
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if started:
+                raise
+            await _failure(exc, self.db_path)(scope, receive, send)
 
 
-class _TooLarge(Exception):
-    pass
+def _failure(exc: BaseException, db_path: str) -> JSONResponse:
+    if isinstance(exc, RecursionError):
+        return _error(400, "ValidationError", "JSON nested too deeply",
+                      issues=[{"path": "", "message": f"nested more than {MAX_JSON_DEPTH} levels"}])
+    if is_storage_error(exc):
+        log.error("storage error: %s", exc)
+        return _error(507, "InsufficientStorage",
+                      f"The Worker could not write its database ({exc}); nothing was stored or acknowledged. "
+                      f"Free space on the disk holding {db_path} (or make it writable), then send this again.")
+    log.exception("unexpected error")
+    return _error(500, "InternalError", f"{type(exc).__name__}: {str(exc)[:300]}")
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(settings: Settings) -> set[str] | None:
+    """Host header names this Worker answers (DNS-rebinding guard); None: any (a wildcard bind)."""
+    names = {h.strip().lower() for h in settings.allowed_hosts.split(",") if h.strip()}
+    if settings.host in ("0.0.0.0", "::", ""):
+        return None if not names else names | LOOPBACK_NAMES
+    if is_loopback(settings.host):
+        return names | LOOPBACK_NAMES
+    return names | {settings.host.lower()} | LOOPBACK_NAMES
+
+
+def _host_name(header: str) -> str:
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def _row(row: dict, ranked=None) -> dict:
@@ -115,7 +200,9 @@ def _row(row: dict, ranked=None) -> dict:
 def _epoch_param(value: str | None, name: str) -> int | None:
     if value in (None, ""):
         return None
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
+        if int(value) > MAX_INT:
+            raise RequestValidationError([{"loc": ("query", name), "msg": "epoch ms out of range", "type": "value_error"}])
         return int(value)
     from datetime import datetime, timezone
 
@@ -138,6 +225,17 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
     app = FastAPI(title="memworker", version=__version__, lifespan=lifespan)
     app.state.service = svc
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException):
+        from http import HTTPStatus
+
+        error = HTTPStatus(exc.status_code).phrase.replace(" ", "") if exc.status_code in HTTPStatus._value2member_map_ \
+            else "HTTPError"
+        detail = str(exc.detail)
+        if exc.status_code == 400 and "parsing the body" in detail:  # e.g. JSON nested beyond the parser's limit
+            return JSONResponse({"error": "ValidationError", "issues": [{"path": "", "message": f"Unreadable JSON body: {detail}"}]}, 400)
+        return JSONResponse({"error": error, "message": detail}, status_code=exc.status_code, headers=exc.headers)
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
         issues = []
@@ -148,60 +246,79 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
             issues.append({"path": ".".join(str(p) for p in e.get("loc", ()) if p != "body"), "message": message})
         return JSONResponse({"error": "ValidationError", "issues": issues}, status_code=400)
 
+    hosts = allowed_hosts(settings)
+
     @app.middleware("http")
     async def _gate(request: Request, call_next):
         path = request.url.path
-        if path.startswith("/api/") and path not in OPEN_ROUTES:
-            if settings.token:
-                got = request.headers.get("authorization", "")
-                if not hmac.compare_digest(got.encode(), f"Bearer {settings.token}".encode()):
-                    return _error(401, "Unauthorized", "Invalid or missing bearer token")
-            if not svc.ready.is_set():
-                return _error(503, "Service initializing", "The Worker is loading; poll /api/readiness")
+        if hosts is not None and _host_name(request.headers.get("host", "")) not in hosts:
+            return _error(400, "HostNotAllowed", f"Host {request.headers.get('host', '')!r} is not this Worker's "
+                          f"(DNS rebinding guard); allowed: {', '.join(sorted(hosts))} (MEMWORKER_ALLOWED_HOSTS)")
+        if path not in OPEN_ROUTES and settings.token and not _authorized(request):
+            return _error(401, "Unauthorized", "Invalid or missing bearer token")
+        if path.startswith("/api/") and path not in OPEN_ROUTES and not svc.ready.is_set():
+            return _error(503, "Service initializing", "The Worker is loading; poll /api/readiness")
         return await call_next(request)
 
+    def _authorized(request: Request) -> bool:
+        got = request.headers.get("authorization", "")
+        return hmac.compare_digest(got.encode(), f"Bearer {settings.token}".encode())
+
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(CatchAll, db_path=settings.db_path)
 
     @app.get("/api/health")
-    def health() -> dict:
-        return {"status": "ok", "version": __version__, "name": "memworker", "pid": os.getpid(),
-                "uptime": round(time.time() - svc.started, 3), "initialized": svc.ready.is_set(),
+    def health(request: Request) -> dict:
+        basic = {"status": "ok", "name": "memworker", "initialized": svc.ready.is_set()}
+        if settings.token and not _authorized(request):
+            return basic  # details (version, settings, counts) need the token
+        return {**basic, "version": __version__, "pid": os.getpid(), "uptime": round(time.time() - svc.started, 3),
                 "ai": {"provider": svc.extractor.name, "embedder": settings.embedder},
-                "settings": settings.public(), "stats": svc.store.stats()}
+                "settings": settings.public(), "stats": svc.store.stats(), "queue": {"stalled": svc.stalled}}
 
     @app.get("/api/readiness")
     def readiness():
-        if svc.ready.is_set():
-            return {"status": "ready"}
-        return JSONResponse({"status": "initializing"}, status_code=503)
+        if not svc.ready.is_set():
+            return JSONResponse({"status": "initializing"}, status_code=503)
+        if svc.stalled:
+            return JSONResponse({"status": "degraded", "reason": f"the queue cannot make progress: {svc.stalled}"},
+                                status_code=503)
+        return {"status": "ready"}
+
+    def clean(value: Any) -> Any:
+        return redact_json(value)[0]
 
     @app.post("/api/sessions/init")
     def init(body: InitBody) -> dict:
-        project = body.project or "default"
-        row, _created = svc.store.init_session(body.platformSource, body.contentSessionId, project, body.prompt)
+        b = clean(body.model_dump())
+        row, _created = svc.store.init_session(b["platformSource"], b["contentSessionId"], b["project"] or "default",
+                                               b["prompt"])
         return {"sessionDbId": row["id"], "promptNumber": row["prompt_number"], "skipped": False,
                 "contextInjected": False, "status": "initialized", "project": row["project"]}
 
     @app.post("/api/sessions/observations")
-    def observations(body: ObservationBody) -> dict:
-        session = svc.store.find_session(body.platformSource, body.contentSessionId)
+    def observations(body: ObservationBody):
+        if max(json_depth(body.tool_input), json_depth(body.tool_response)) > MAX_JSON_DEPTH:
+            raise RecursionError
+        payload, redacted = redact_json(body.model_dump())
+        session = svc.store.find_session(payload["platformSource"], payload["contentSessionId"])
         if session is None:
             return {"status": "skipped", "reason": "session_not_initialized"}
         if body.tool_response in (None, "", [], {}):
             return {"status": "skipped", "reason": "empty_tool_response"}
-        payload, redacted = redact_json(body.model_dump())
-        queue_id = svc.store.enqueue(session["id"], "observation", payload, body.tool_use_id)
-        if queue_id is None:
+        queue_id, state = svc.store.enqueue(session["id"], "observation", payload, payload["tool_use_id"])
+        if state == "duplicate":
             return {"status": "skipped", "reason": "duplicate"}
         svc.wake()
-        return {"status": "queued", "queueId": queue_id, "redacted": sorted(set(redacted))}
+        return {"status": "queued", "queueId": queue_id, "redacted": sorted(set(redacted)),
+                **({"requeued": True} if state == "requeued" else {})}
 
     @app.post("/api/sessions/summarize")
     def summarize(body: SummarizeBody) -> dict:
-        session = svc.store.find_session(body.platformSource, body.contentSessionId)
+        payload = clean(body.model_dump())
+        session = svc.store.find_session(payload["platformSource"], payload["contentSessionId"])
         if session is None:
             return {"status": "skipped", "reason": "session_not_initialized"}
-        payload, _ = redact_json(body.model_dump())
         svc.store.enqueue(session["id"], "summarize", payload)
         svc.wake()
         return {"status": "queued"}
@@ -210,17 +327,18 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
     def processing_status() -> dict:
         counts = svc.store.queue_counts()
         return {"isProcessing": svc.is_processing(), "queueDepth": counts.get("pending", 0),
-                "failed": counts.get("failed", 0), "done": counts.get("done", 0)}
+                "failed": counts.get("failed", 0), "done": counts.get("done", 0),
+                "retrying": counts.get("retrying", 0), "stalled": svc.stalled}
 
     @app.get("/api/search")
     def search(query: str = Query("", max_length=settings.max_query_chars), project: str | None = None,
-               limit: int = Query(settings.top_k, ge=1, le=100), offset: int = Query(0, ge=0),
+               limit: int = Query(settings.top_k, ge=1, le=100), offset: int = Query(0, ge=0, le=MAX_INT),
                type: str = "observations", format: str | None = None, obs_type: str | None = None,
                dateStart: str | None = None, dateEnd: str | None = None, orderBy: str | None = None):
         if type not in ("observations", "all"):
             results = []
         else:
-            results = svc.search(query, project, limit, _epoch_param(dateStart, "dateStart"),
+            results = svc.search(query, clean(project), limit, _epoch_param(dateStart, "dateStart"),
                                  _epoch_param(dateEnd, "dateEnd"), obs_type, offset)
         rows = [_row(r, ranked) for r, ranked in results]
         if format == "json":
@@ -229,12 +347,13 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
         return {"content": [{"type": "text", "text": "\n".join(lines)}]}
 
     @app.get("/api/observations")
-    def list_observations(project: str | None = None, offset: int = Query(0, ge=0), limit: int = Query(20, ge=1, le=100)):
-        items, more = svc.store.list_project(project, offset, limit)
+    def list_observations(project: str | None = None, offset: int = Query(0, ge=0, le=MAX_INT),
+                          limit: int = Query(20, ge=1, le=100)):
+        items, more = svc.store.list_project(clean(project), offset, limit)
         return {"items": items, "hasMore": more, "offset": offset, "limit": limit}
 
     @app.get("/api/observation/{oid}")
-    def get_observation(oid: int):
+    def get_observation(oid: Annotated[int, Path(ge=0, le=MAX_INT)]):
         row = svc.store.rows([oid]).get(oid)
         return _row(row) if row else _error(404, "NotFound", f"Observation {oid} not found")
 
@@ -244,19 +363,20 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
         return [_row(rows[i]) for i in body.ids if i in rows]
 
     @app.delete("/api/observation/{oid}")
-    def delete_observation(oid: int):
+    def delete_observation(oid: Annotated[int, Path(ge=0, le=MAX_INT)]):
         if svc.store.delete([oid]) == 0:
             return _error(404, "NotFound", f"Observation {oid} not found")
         return {"success": True, "id": oid}
 
     @app.delete("/api/projects/{project}")
     def forget_project(project: str) -> dict:
-        deleted = svc.store.delete_project(project)
+        deleted = svc.store.delete_project(clean(project))
         return {"success": True, "project": project, "deleted": deleted["observations"], "sessions": deleted["sessions"]}
 
     @app.post("/api/memory/save")
     def save(body: SaveBody) -> dict:
-        saved = svc.save_memory(body.text, body.title, body.project or "default")
+        b = clean(body.model_dump())
+        saved = svc.save_memory(b["text"], b["title"], b["project"] or "default")
         return {"success": True, **saved, "message": f"Memory saved as observation #{saved['id']}"}
 
     return app

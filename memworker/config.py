@@ -32,6 +32,11 @@ class Settings:
     now: str = "latest"  # "latest" (newest memory of the project), "wall", or an ISO date
     max_body_bytes: int = 5_000_000
     max_query_chars: int = 2000
+    allowed_hosts: str = ""  # extra Host header names to answer (comma-separated); loopback names always
+    parent_pid: int = 0  # exit when this process is gone (set by the kit for its embedded Worker)
+    header_timeout: float = 10.0  # seconds a client has to send a whole request (headers and body)
+    max_attempts: int = 5  # a queue item that fails this many times is marked failed (a resend re-queues it)
+    retry_base_seconds: float = 1.0  # backoff before retrying a failed item or a failing store: base * 2^n, ≤ 60 s
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":

@@ -14,8 +14,8 @@ from memworker.config import Settings
 from memworker.embed import Embedder, make_embedder
 from memworker.extract import Extractor, LLMExtractor, MemoryDraft, RuleExtractor
 from memworker.ranking import Ranked, Weights, fts_query, rank
-from memworker.safety import redact_secrets
-from memworker.store import NewMemory, Store, now_ms
+from memworker.safety import is_instruction_like, redact_secrets
+from memworker.store import NewMemory, Store, is_storage_error, now_ms
 from memworker.transcript import Transcript, parse_transcript
 
 log = logging.getLogger("memworker")
@@ -74,6 +74,7 @@ class MemoryService:
         self._busy = threading.Event()
         self._thread: threading.Thread | None = None
         self.started = time.time()
+        self.stalled: str | None = None  # why the queue cannot make progress (storage failing), else None
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -100,21 +101,52 @@ class MemoryService:
     def is_processing(self) -> bool:
         return self._busy.is_set() or self.store.queue_depth() > 0
 
+    def _backoff(self, n: int) -> float:
+        return min(60.0, self.settings.retry_base_seconds * 2 ** max(0, min(n - 1, 16)))
+
     def _run(self) -> None:
+        """The queue processor. It never dies: an item that fails is retried with backoff, then marked
+        failed; a store that cannot be written (disk full, read-only) stalls the queue, which is
+        reported by ``/api/readiness`` and retried with backoff until it can write again."""
+        stalls = 0
         while not self._stop.is_set():
-            item = self.store.next_pending()
-            if item is None:
-                self._wake.wait(timeout=1.0)
-                self._wake.clear()
-                continue
-            self._busy.set()
             try:
-                self._process(item)
-            except Exception as exc:  # a bad item is recorded and skipped; the Worker keeps serving
-                log.exception("queue item %s failed", item["id"])
-                self.store.fail_item(item["id"], f"{type(exc).__name__}: {exc}")
-            finally:
-                self._busy.clear()
+                item = self.store.next_pending()
+                if item is None:
+                    self.stalled, stalls = None, 0
+                    due = self.store.next_retry_in()
+                    self._wake.wait(timeout=1.0 if due is None else min(1.0, max(0.01, due)))
+                    self._wake.clear()
+                    continue
+                self._busy.set()
+                try:
+                    self._process(item)
+                except Exception as exc:
+                    if is_storage_error(exc):
+                        raise
+                    self._record_failure(item, exc)
+                finally:
+                    self._busy.clear()
+                self.stalled, stalls = None, 0
+            except Exception as exc:  # the store itself is failing: keep the item pending, back off
+                stalls += 1
+                self.stalled = f"{type(exc).__name__}: {exc}"
+                delay = self._backoff(stalls)
+                log.error("queue cannot make progress (%s); retrying in %.2f s", self.stalled, delay)
+                self._stop.wait(delay)
+
+    def _record_failure(self, item: dict, exc: Exception) -> None:
+        error = f"{type(exc).__name__}: {exc}"
+        attempts = int(item.get("attempts") or 0) + 1
+        if attempts >= self.settings.max_attempts:
+            log.error("queue item %s failed %d times, giving up (a resend re-queues it): %s", item["id"], attempts,
+                      error)
+            self.store.fail_item(item["id"], error)
+        else:
+            delay = self._backoff(attempts)
+            log.warning("queue item %s failed (attempt %d of %d), retrying in %.2f s: %s", item["id"], attempts,
+                        self.settings.max_attempts, delay, error)
+            self.store.retry_item(item["id"], error, delay)
 
     # -- processing ---------------------------------------------------------------------------
     def _process(self, item: dict) -> None:
@@ -167,28 +199,34 @@ class MemoryService:
 
     # -- direct saves -------------------------------------------------------------------------
     def save_memory(self, text: str, title: str | None, project: str) -> dict:
-        """Store one memory as is (claude-mem's ``/api/memory/save``), indexed at once."""
+        """Store one memory as is (claude-mem's ``/api/memory/save``), indexed at once.
+
+        Screened like extracted memories: an instruction-like text is kept as a ``quote`` with
+        importance 0.1 and flagged ``instruction_like``.
+        """
         assert self.embedder is not None
         text, _ = redact_secrets(text)
         t = parse_transcript(text)
         turn = t.turns[0] if len(t.turns) == 1 else None
+        instruction = is_instruction_like(text) or bool(title and is_instruction_like(title))
+        mtype, importance = ("quote", 0.1) if instruction else ("discovery", 0.5)
         meta = {
-            "memory_type": "discovery",
-            "importance": 0.5,
+            "memory_type": mtype,
+            "importance": importance,
             "speaker": turn.speaker if turn else None,
             "event_date": t.date.date().isoformat() if t.date else None,
             "session": t.session,
             "session_date": t.date.date().isoformat() if t.date else None,
             "source_turns": [turn.turn_id] if turn and not turn.turn_id.startswith("T") else [],
             "reference_count": 1,
-            "instruction_like": False,
+            "instruction_like": instruction,
             "embedder": self.embedder.name,
         }
         vec = self.embedder.embed([text])[0]
         title = title or text.splitlines()[-1][:80]
-        mem = NewMemory(project=project, memory_session_id=None, type="discovery", title=title,
+        mem = NewMemory(project=project, memory_session_id=None, type=mtype, title=title,
                         subtitle="Manual memory", narrative=text, body=text, context="", facts=[], concepts=[],
-                        metadata=meta, importance=0.5, event_epoch=_epoch(meta["event_date"]), embedding=vec)
+                        metadata=meta, importance=importance, event_epoch=_epoch(meta["event_date"]), embedding=vec)
         oid = self.store.commit_memories(None, [mem], dedup_threshold=2.0)[0]
         return {"id": oid, "title": title, "project": project}
 

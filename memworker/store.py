@@ -3,11 +3,20 @@
 All SQL is parameterised. One connection is shared under a lock: SQLite serialises writers anyway,
 and at this scale a search takes a few milliseconds. Another backend (PostgreSQL + pgvector)
 would implement the same public methods.
+
+Opening a store takes an exclusive lock (``<db>.lock``, holding the owner's pid) so that a second
+Worker on the same file is refused, and checks the file (``PRAGMA quick_check``); a file that
+cannot be used raises :class:`StoreError` saying what is wrong and what to do. Commits are
+``synchronous=FULL``: an acknowledged write is on disk before the Worker answers.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
+import logging
+import os
 import sqlite3
 import threading
 import time
@@ -39,7 +48,9 @@ CREATE TABLE IF NOT EXISTS queue (
     status TEXT NOT NULL DEFAULT 'pending',
     error TEXT,
     created_at_epoch INTEGER NOT NULL,
-    processed_at_epoch INTEGER
+    processed_at_epoch INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    not_before_epoch INTEGER
 );
 CREATE INDEX IF NOT EXISTS queue_pending ON queue(status, id);
 CREATE UNIQUE INDEX IF NOT EXISTS queue_tool_use ON queue(session_id, tool_use_id) WHERE tool_use_id IS NOT NULL;
@@ -70,6 +81,27 @@ CREATE TABLE IF NOT EXISTS observations (
 CREATE INDEX IF NOT EXISTS obs_project ON observations(project, id);
 CREATE VIRTUAL TABLE IF NOT EXISTS obs_fts USING fts5(body, context, tokenize='porter unicode61');
 """
+
+MIGRATIONS = (  # columns added since the first schema: (table, column, definition)
+    ("queue", "attempts", "INTEGER NOT NULL DEFAULT 0"),
+    ("queue", "not_before_epoch", "INTEGER"),
+)
+_STORAGE_MESSAGES = ("disk is full", "disk i/o error", "readonly", "read-only", "unable to open", "locked",
+                     "no space", "out of memory")
+_STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EPERM, errno.EFBIG}
+log = logging.getLogger("memworker")
+
+
+class StoreError(Exception):
+    """A database memworker cannot use; the message says what is wrong and what to do."""
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    """A failure of the disk or the database file (full, read-only, I/O), not of the work itself."""
+    if isinstance(exc, OSError):
+        return exc.errno in _STORAGE_ERRNOS and not isinstance(exc, (ConnectionError, TimeoutError))
+    return isinstance(exc, sqlite3.OperationalError) and any(m in str(exc).lower() for m in _STORAGE_MESSAGES)
+
 
 ROW_FIELDS = ("id", "memory_session_id", "project", "type", "title", "subtitle", "narrative", "text",
               "facts", "concepts", "files_read", "files_modified", "prompt_number", "created_at",
@@ -104,23 +136,94 @@ class NewMemory:
 
 
 class Store:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, check: bool = True) -> None:
         self.path = str(path)
+        self._lock_fd: int | None = None
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.conn.row_factory = sqlite3.Row
-        self.lock = threading.RLock()
-        with self.lock:
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.executescript(SCHEMA)
+            self._take_lock()
+        try:
+            self.conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self.conn.row_factory = sqlite3.Row
+            self.lock = threading.RLock()
+            self._open(check)
+        except sqlite3.Error as exc:
+            self._release_lock()
+            raise StoreError(self._explain(exc)) from None
+        except StoreError:
+            self._release_lock()
+            raise
         self._vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # project -> (ids, matrix)
         self._speakers: dict[str, set[str]] = {}
+
+    def _take_lock(self) -> None:
+        lock_path = f"{self.path}.lock"
+        try:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StoreError(self._explain(exc)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise StoreError(self._explain(exc)) from None
+            raise StoreError(
+                f"Another memworker (pid {holder}) is already serving {self.path}. Two Workers on one database "
+                f"would each de-duplicate on their own and store near-duplicates: stop that one first, or use "
+                f"another --db-path.") from None
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass  # a full disk: the lock itself still holds
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing releases the flock
+            self._lock_fd = None
+
+    def _open(self, check: bool) -> None:
+        with self.lock:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=FULL")
+            if check and self.path != ":memory:":
+                problems = [r[0] for r in self.conn.execute("PRAGMA quick_check(5)").fetchall()]
+                if problems != ["ok"]:
+                    raise StoreError(
+                        f"The database {self.path} is corrupt (PRAGMA quick_check: {'; '.join(problems)[:500]}). "
+                        f"Restore it from a backup, or move it aside to start an empty one (`sqlite3 {self.path} "
+                        f".recover` may salvage its rows; re-ingesting rebuilds everything from the source data).")
+            self.conn.executescript(SCHEMA)
+            for table, column, definition in MIGRATIONS:
+                have = {r[1] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+    def _explain(self, exc: BaseException) -> str:
+        text = str(exc)
+        low = text.lower()
+        if "not a database" in low:
+            return (f"{self.path} is not a memworker database (SQLite: {text}). Point --db-path at another file, "
+                    f"or move this one aside.")
+        if "malformed" in low or "corrupt" in low:
+            return (f"The database {self.path} is corrupt (SQLite: {text}). Restore it from a backup, or move it "
+                    f"aside to start an empty one.")
+        if "readonly" in low or "read-only" in low or isinstance(exc, PermissionError) or \
+                getattr(exc, "errno", None) in (errno.EROFS, errno.EACCES, errno.EPERM) or "unable to open" in low:
+            return (f"Cannot write the database {self.path} or its folder ({text}): it or its filesystem is "
+                    f"read-only. memworker needs to write there (the database, its -wal file and a .lock file): "
+                    f"fix the permissions or choose a writable --db-path.")
+        if "disk is full" in low or getattr(exc, "errno", None) == errno.ENOSPC:
+            return f"No space left for the database {self.path} ({text}): free space on its disk and start again."
+        return f"Cannot open the database {self.path}: {text}"
 
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+        self._release_lock()
 
     # -- transactions -------------------------------------------------------------------------
     def _tx(self):
@@ -129,12 +232,24 @@ class Store:
         class _Tx:
             def __enter__(self):
                 store.lock.acquire()
-                store.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    if store.conn.in_transaction:  # left open by a failed rollback
+                        store.conn.execute("ROLLBACK")
+                    store.conn.execute("BEGIN IMMEDIATE")
+                except BaseException:
+                    store.lock.release()
+                    raise
                 return store.conn
 
             def __exit__(self, exc_type, *rest):
                 try:
-                    store.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+                    if exc_type is None:
+                        store.conn.execute("COMMIT")
+                    else:
+                        try:
+                            store.conn.execute("ROLLBACK")
+                        except sqlite3.Error:
+                            pass  # the original error is the one to report
                 finally:
                     store.lock.release()
 
@@ -164,22 +279,43 @@ class Store:
                                     (platform, content_session_id)).fetchone()
         return dict(row) if row else None
 
-    def enqueue(self, session_id: int, kind: str, payload: dict, tool_use_id: str | None = None) -> int | None:
-        """Persist a unit of work; it is durable when this returns. ``None``: that tool use is already queued."""
+    def enqueue(self, session_id: int, kind: str, payload: dict, tool_use_id: str | None = None) -> tuple[int, str]:
+        """Persist a unit of work; it is durable when this returns.
+
+        Returns ``(queue id, state)``: ``queued``; ``requeued`` when the same tool use had failed (it is
+        tried again, with this payload); ``duplicate`` when it is already pending or done.
+        """
         with self._tx() as c:
-            if tool_use_id and c.execute("SELECT 1 FROM queue WHERE session_id=? AND tool_use_id=?",
-                                         (session_id, tool_use_id)).fetchone():
-                return None
+            if tool_use_id:
+                row = c.execute("SELECT id, status FROM queue WHERE session_id=? AND tool_use_id=?",
+                                (session_id, tool_use_id)).fetchone()
+                if row is not None:
+                    if row["status"] != "failed":
+                        return int(row["id"]), "duplicate"
+                    c.execute("UPDATE queue SET status='pending', payload=?, attempts=0, error=NULL,"
+                              " not_before_epoch=NULL, processed_at_epoch=NULL WHERE id=?",
+                              (json.dumps(payload), row["id"]))
+                    return int(row["id"]), "requeued"
             cur = c.execute("INSERT INTO queue (session_id, kind, tool_use_id, payload, created_at_epoch)"
                             " VALUES (?,?,?,?,?)", (session_id, kind, tool_use_id, json.dumps(payload), now_ms()))
-            return int(cur.lastrowid)
+            return int(cur.lastrowid), "queued"
 
     def next_pending(self) -> dict | None:
+        """The oldest pending item whose retry time has come."""
         with self.lock:
             row = self.conn.execute(
                 "SELECT q.*, s.project, s.content_session_id, s.prompt_number FROM queue q "
-                "JOIN sessions s ON s.id = q.session_id WHERE q.status='pending' ORDER BY q.id LIMIT 1").fetchone()
+                "JOIN sessions s ON s.id = q.session_id WHERE q.status='pending' "
+                "AND (q.not_before_epoch IS NULL OR q.not_before_epoch <= ?) ORDER BY q.id LIMIT 1",
+                (now_ms(),)).fetchone()
         return dict(row) if row else None
+
+    def next_retry_in(self) -> float | None:
+        """Seconds until the earliest delayed pending item is due (None: none is delayed)."""
+        with self.lock:
+            row = self.conn.execute("SELECT MIN(not_before_epoch) FROM queue WHERE status='pending'"
+                                    " AND not_before_epoch IS NOT NULL").fetchone()
+        return None if row[0] is None else max(0.0, (row[0] - now_ms()) / 1000)
 
     def queue_depth(self) -> int:
         with self.lock:
@@ -188,12 +324,19 @@ class Store:
     def queue_counts(self) -> dict[str, int]:
         with self.lock:
             rows = self.conn.execute("SELECT status, COUNT(*) FROM queue GROUP BY status").fetchall()
-        return {r[0]: r[1] for r in rows}
+            retrying = self.conn.execute("SELECT COUNT(*) FROM queue WHERE status='pending' AND attempts > 0").fetchone()[0]
+        return {**{r[0]: r[1] for r in rows}, "retrying": int(retrying)}
+
+    def retry_item(self, queue_id: int, error: str, delay_s: float) -> None:
+        """Count a failed attempt; the item stays pending and is tried again after ``delay_s``."""
+        with self._tx() as c:
+            c.execute("UPDATE queue SET attempts=attempts+1, error=?, not_before_epoch=? WHERE id=?",
+                      (error[:2000], now_ms() + int(delay_s * 1000), queue_id))
 
     def fail_item(self, queue_id: int, error: str) -> None:
         with self._tx() as c:
-            c.execute("UPDATE queue SET status='failed', error=?, processed_at_epoch=? WHERE id=?",
-                      (error[:2000], now_ms(), queue_id))
+            c.execute("UPDATE queue SET status='failed', attempts=attempts+1, error=?, processed_at_epoch=?"
+                      " WHERE id=?", (error[:2000], now_ms(), queue_id))
 
     def finish_summary(self, queue_id: int, session_id: int, summary: str) -> None:
         with self._tx() as c:
@@ -355,11 +498,15 @@ class Store:
         return self._speakers[project]
 
     def touch(self, ids: list[int]) -> None:
+        """Count an access; best effort, so that a full disk never fails a read."""
         if not ids:
             return
-        with self._tx() as c:
-            c.executemany("UPDATE observations SET access_count=access_count+1, last_accessed_epoch=? WHERE id=?",
-                          [(now_ms(), i) for i in ids])
+        try:
+            with self._tx() as c:
+                c.executemany("UPDATE observations SET access_count=access_count+1, last_accessed_epoch=? WHERE id=?",
+                              [(now_ms(), i) for i in ids])
+        except sqlite3.Error as exc:
+            log.warning("access counts not updated: %s", exc)
 
     def delete(self, ids: list[int]) -> int:
         if not ids:

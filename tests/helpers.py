@@ -33,6 +33,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, interval: f
 @contextmanager
 def memworker_app(tmp_path: Path, **settings) -> Iterator[TestClient]:
     """memworker in-process (ASGI) with the hashing embedder, ready to use."""
+    settings.setdefault("allowed_hosts", "testserver")  # the TestClient's Host header
     s = Settings(db_path=str(tmp_path / "mw.db"), embedder=settings.pop("embedder", "hashing"), **settings)
     with TestClient(create_app(s)) as client:
         wait_until(lambda: client.get("/api/readiness").status_code == 200)

@@ -140,7 +140,8 @@ class _Sink(list):
         pass
 
 
-def test_worker_down_one_line_and_nothing_written(tmp_path, capsys):
+def test_worker_down_one_line_and_nothing_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LOCOMO_WORKER_RESTART_WINDOW", "0")  # no Worker is coming back here
     url = f"http://127.0.0.1:{free_port()}"
     assert main(["ingest", "--sample", "conv-26", "--worker-url", url]) == 1
     err = capsys.readouterr().err.strip()

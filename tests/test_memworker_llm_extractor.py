@@ -39,7 +39,8 @@ def test_llm_extractor_memories_are_attributed_and_safe(tmp_path):
 def test_unusable_extractor_reply_fails_the_item_not_the_worker(tmp_path):
     script = Script([(200, openai_completion("I cannot do that."))])
     with serve(openai_app(script)) as url:
-        with memworker_app(tmp_path, extractor="llm", llm_provider="openai", llm_model="m", llm_base_url=url) as api:
+        with memworker_app(tmp_path, extractor="llm", llm_provider="openai", llm_model="m", llm_base_url=url,
+                           max_attempts=2, retry_base_seconds=0.01) as api:
             api.post("/api/sessions/init", json={"contentSessionId": "s1", "project": "p"})
             api.post("/api/sessions/observations", json={"contentSessionId": "s1", "tool_name": "Read",
                                                          "tool_response": TRANSCRIPT})

@@ -86,7 +86,7 @@ def test_bearer_token(tmp_path):
 
 
 def test_a_failing_item_is_recorded_and_the_worker_keeps_serving(tmp_path):
-    with memworker_app(tmp_path) as api:
+    with memworker_app(tmp_path, max_attempts=2, retry_base_seconds=0.01) as api:
         svc = api.app.state.service
         original = svc.extractor.extract
         svc.extractor.extract = lambda t: (_ for _ in ()).throw(RuntimeError("boom"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import threading
+from collections import Counter
 
 import pytest
 
@@ -81,14 +83,22 @@ def test_judged_report_places_j_beside_mem0_only_for_the_mem0_protocol(reported_
     labels = iter(["CORRECT", "WRONG"] * 1000)
     llm = ScriptedLLM(lambda s, p: json.dumps({"label": next(labels)}), model="judge-x")
     run_judge(run, "mem0", runs=2, llm=llm, progress=False)
-    scores = iter([60, 80] * 1000)
-    run_judge(run, "playbook", runs=2, llm=ScriptedLLM(lambda s, p: json.dumps({"score": next(scores)}), model="judge-y"),
-              progress=False)
+    # each question's first run scores 60 and its second 80, whatever order the call pool takes them in
+    calls_per_prompt: Counter = Counter()
+    lock = threading.Lock()
+
+    def alternate(system: str, prompt: str) -> str:
+        with lock:
+            calls_per_prompt[prompt] += 1
+            return json.dumps({"score": 60 if calls_per_prompt[prompt] % 2 else 80})
+
+    run_judge(run, "playbook", runs=2, llm=ScriptedLLM(alternate, model="judge-y"), progress=False)
     report, _, summary = run_report(run, "conv-26")
     text = report.read_text()
     assert "| Mem0 (Mem0 paper) | 67.13 | 55.51 | 51.15 | 72.93 | 66.88 |" in text
     overall = next(r for r in summary["judge"]["playbook"] if r["category"] == "overall")
     assert overall["mean"] == pytest.approx(70.0) and overall["pooled_run_std"] == pytest.approx(statistics.stdev([60, 80]))
+    assert overall["pooled_run_std_population"] == pytest.approx(statistics.pstdev([60, 80]))
     assert "**not comparable** to Mem0's binary J" in text
     mem0_overall = next(r for r in summary["judge"]["mem0"] if r["category"] == "overall")
     assert mem0_overall["runs"] == 2 and 0 <= mem0_overall["mean"] <= 100
@@ -121,12 +131,26 @@ def test_paid_protocol_end_to_end_through_the_sdk(tmp_path, monkeypatch, capsys)
     with serve(anthropic_app(script)) as url:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
         with pytest.warns(UserWarning, match="temperature"):
-            assert main(["run", "--sample", "conv-30", "--paid", "--judge-runs", "2", "--run-id", "paid"]) == 0
+            assert main(["run", "--sample", "conv-30", "--paid", "--judge-runs", "2", "--run-id", "paid", "--yes"]) == 0
     out = capsys.readouterr().out
-    assert "answering (estimate, before cache hits): 81 calls to anthropic/claude-opus-4-6" in out
+    assert "answering: 81 calls to anthropic/claude-opus-4-6 still needed (0 already done)" in out
     models = [r["body"]["model"] for r in script.requests]
-    assert models.count("claude-opus-4-6") == 81 and models.count("claude-sonnet-4-6") == 162
+    # the judge also grades the calibration set and, under the audited key, the questions whose gold it changes
+    from locomo_kit.data_fetch import fetch_audit
+    from locomo_kit.dataset import load_dataset, select
+    from locomo_kit.scoring.calibration import build_calibration_set
+
+    calibration = len(build_calibration_set(select(load_dataset(), "conv-30"), 100))
+    changed = sum(1 for e in json.loads(fetch_audit().read_text())
+                  if e["question_id"].startswith("locomo_1_") and e["error_type"] != "WRONG_CITATION")
+    judge_calls = 2 * (81 + calibration + changed)
+    # one preflight call per model (max_tokens 1), before anything else, then the calls themselves
+    assert [r["body"]["max_tokens"] for r in script.requests[:2]] == [1, 1] and models[:2] == ["claude-opus-4-6",
+                                                                                              "claude-sonnet-4-6"]
+    assert models.count("claude-opus-4-6") == 81 + 1 and models.count("claude-sonnet-4-6") == judge_calls + 1
+    assert f"judging (playbook): {judge_calls} calls to anthropic/claude-sonnet-4-6 still needed (0 already done)" in out
     text = (tmp_path / "runs" / "paid" / "report.md").read_text()
     assert "playbook: anthropic/claude-sonnet-4-6, prompt judge-playbook-v1, 2 runs" in text
     assert "| overall | 81 | 80.0 |" in text
+    assert "## 2b. Judge calibration" in text and "| playbook | anthropic/claude-sonnet-4-6 | judge-playbook-v1 | gold |" in text
     assert "$" in text.split("## 7. Costs")[1]

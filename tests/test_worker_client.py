@@ -137,7 +137,7 @@ def test_wait_for_processing_polls_until_empty_and_times_out():
 
 def test_unreachable_worker_names_url_and_how_to_start():
     port = free_port()
-    c = WorkerClient(f"http://127.0.0.1:{port}", token="", retries=1, backoff=0.01)
+    c = WorkerClient(f"http://127.0.0.1:{port}", token="", retries=1, backoff=0.01, restart_window=0)
     with pytest.raises(WorkerUnavailable, match=rf"Worker not running at http://127.0.0.1:{port} .*python -m memworker --port {port}"):
         c.health()
 

@@ -18,12 +18,25 @@ class LLMConfigError(LLMError):
     """A provider cannot be used as configured: missing SDK, key or base URL (the message says what to do)."""
 
 
-class RetryableError(LLMError):
-    """A transient failure (429, 5xx, overloaded, connection): worth another try."""
+class RequestRejected(LLMError):
+    """The server refused the request itself (400, 404, 413, 422): retrying the same request cannot help."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RetryableError(LLMError):
+    """A transient failure (429, 5xx, overloaded, connection): worth another try.
+
+    ``throttled`` marks the server saying "too many" (429, 529 overloaded): the call pool then
+    slows down for everyone, not only for the thread that was told.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None, throttled: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.throttled = throttled
 
 
 @dataclass
@@ -38,6 +51,18 @@ class Completion:
     params: dict = field(default_factory=dict)  # what was actually sent: api_version, temperature, ...
 
 
+@dataclass
+class LLMRequest:
+    """One call, as data: what the call pool and Message Batches execute and the cache keys."""
+
+    messages: list[dict]
+    system: str = ""
+    max_tokens: int = 256
+    temperature: float | None = None
+    prompt_version: str = ""
+    salt: str = ""  # e.g. the judge run index: N runs are N samples, each cached separately
+
+
 class LLM(Protocol):
     provider: str
     model: str
@@ -46,10 +71,19 @@ class LLM(Protocol):
                  temperature: float | None = None) -> Completion: ...
 
 
+def backoff_delay(attempt: int, retry_after: float | None, base_delay: float = 1.0, max_delay: float = 60.0) -> float:
+    """Seconds to wait before retry number ``attempt + 1``: the server's ``retry-after`` plus up to
+    half of it again (so that threads told the same value do not return together), else exponential
+    back-off with full jitter."""
+    if retry_after is not None and retry_after >= 0:
+        return retry_after + random.uniform(0, max(0.05, retry_after / 2))
+    return random.uniform(0, min(max_delay, base_delay * 2 ** attempt))
+
+
 def with_retries(call: Callable[[], T], retries: int = 5, base_delay: float = 1.0, max_delay: float = 60.0,
                  sleep: Callable[[float], None] = time.sleep, on_retry: Callable[[int, Exception], None] | None = None) -> T:
-    """Run ``call``; on :class:`RetryableError` wait (exponential backoff, full jitter, or the
-    server's retry-after) and try again, up to ``retries`` more times."""
+    """Run ``call``; on :class:`RetryableError` wait (:func:`backoff_delay`) and try again, up to
+    ``retries`` more times."""
     attempt = 0
     while True:
         try:
@@ -57,7 +91,7 @@ def with_retries(call: Callable[[], T], retries: int = 5, base_delay: float = 1.
         except RetryableError as exc:
             if attempt >= retries:
                 raise LLMError(f"{exc} (gave up after {retries + 1} attempts)") from exc
-            delay = exc.retry_after if exc.retry_after is not None else random.uniform(0, min(max_delay, base_delay * 2 ** attempt))
+            delay = backoff_delay(attempt, exc.retry_after, base_delay, max_delay)
             attempt += 1
             if on_retry:
                 on_retry(attempt, exc)

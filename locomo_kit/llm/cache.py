@@ -1,8 +1,9 @@
 """A disk cache of completions (SQLite), keyed by a hash of everything that shapes the answer.
 
-The key covers provider, model, system prompt, messages, max_tokens, temperature, the prompt
-version and a caller-chosen ``salt`` (the judge's run index, so that N judge runs are N samples
-and a rerun of run k costs nothing).
+The key covers provider, model, the server's address (answers from a stand-in or a local server
+must never pass as another server's), API version, system prompt, messages, max_tokens,
+temperature, the prompt version and a caller-chosen ``salt`` (the judge's run index, so that N
+judge runs are N samples and a rerun of run k costs nothing).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from locomo_kit.llm.base import LLM, Completion
+from locomo_kit.llm.base import LLM, Completion, LLMRequest
 
 
 def cache_key(provider: str, model: str, system: str, messages: Sequence[dict], max_tokens: int,
@@ -28,7 +29,7 @@ def cache_key(provider: str, model: str, system: str, messages: Sequence[dict], 
 class CompletionCache:
     def __init__(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         self._lock = threading.Lock()
@@ -48,17 +49,32 @@ class CompletionCache:
                                (key, json.dumps(asdict(completion))))
 
 
+def server_of(llm: LLM) -> str | None:
+    return getattr(llm, "base_url", None)
+
+
+def request_key(llm: LLM, request: LLMRequest) -> str:
+    """The cache key of ``request`` sent to ``llm`` (its provider, model, server and API version)."""
+    extra = {"api_version": getattr(llm, "api_version", None), "server": server_of(llm)}
+    return cache_key(llm.provider, llm.model, request.system, request.messages, request.max_tokens,
+                     request.temperature, request.prompt_version, request.salt, extra)
+
+
 class CachedLLM:
     """Wraps an LLM: ``complete`` is served from the cache when the same call was made before."""
 
     def __init__(self, llm: LLM, cache: CompletionCache) -> None:
         self.llm, self.cache = llm, cache
         self.provider, self.model = llm.provider, llm.model
+        self.base_url = server_of(llm)
+
+    def key(self, request: LLMRequest) -> str:
+        return request_key(self.llm, request)
 
     def complete(self, messages: Sequence[dict], system: str = "", max_tokens: int = 256,
                  temperature: float | None = None, prompt_version: str = "", salt: str = "") -> Completion:
-        extra = {"api_version": getattr(self.llm, "api_version", None)}
-        key = cache_key(self.provider, self.model, system, messages, max_tokens, temperature, prompt_version, salt, extra)
+        request = LLMRequest(list(messages), system, max_tokens, temperature, prompt_version, salt)
+        key = self.key(request)
         hit = self.cache.get(key)
         if hit is not None:
             return hit

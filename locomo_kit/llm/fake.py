@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Sequence
 
-from locomo_kit.llm.base import Completion, LLMError
+from locomo_kit.llm.base import Completion, LLMError, LLMRequest
 
 
 class ScriptedLLM:
@@ -33,3 +33,6 @@ class ScriptedLLM:
             raise reply if isinstance(reply, LLMError) else LLMError(str(reply))
         return Completion(text=reply, input_tokens=len(prompt) // 4, output_tokens=len(reply) // 4,
                           provider=self.provider, model=self.model, params={"temperature": temperature})
+
+    def attempt(self, request: LLMRequest) -> Completion:
+        return self.complete(request.messages, request.system, request.max_tokens, request.temperature)

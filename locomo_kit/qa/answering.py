@@ -19,9 +19,12 @@ from locomo_kit import adapter
 from locomo_kit.dataset import Conversation, Question, questions
 from locomo_kit.ingest import progress_enabled
 from locomo_kit.llm import LLM, LLMError
+from locomo_kit.llm.base import LLMRequest
+from locomo_kit.llm.execute import CallSettings, execute
+from locomo_kit.llm.pool import CallOutcome
 from locomo_kit.qa.context import approx_tokens, format_context
 from locomo_kit.qa.extractive import ExtractiveAnswerer
-from locomo_kit.qa.retrieval import retrieve
+from locomo_kit.qa.retrieval import retrieve as retrieve_memories
 from locomo_kit.qa.prompts import (
     ANSWER_PROMPT_VERSION,
     ANSWER_SYSTEM,
@@ -35,6 +38,7 @@ from locomo_kit.worker_client import Observation, WorkerClient, WorkerError
 ANSWERS_FILE = "answers.jsonl"
 SOURCES = ("memory", "full-context")
 ANSWER_MAX_TOKENS = 64
+ANSWER_OUTPUT_TOKENS = 16  # typical answer length, for the cost plan
 
 
 @dataclass(frozen=True)
@@ -142,30 +146,33 @@ class QARunner:
                             top_k=c.top_k if c.source == "memory" else None,
                             query_strategy=c.query_strategy if c.source == "memory" else None, **kw)
 
+    def _retrieve(self, conv: Conversation, q: Question) -> tuple[list[Observation], float | None, str]:
+        if self.config.source == "memory":
+            assert self.client is not None
+            result = retrieve_memories(self.client, q.question, adapter.project_name(conv.sample_id), self.config.top_k,
+                              self.config.query_strategy)
+            return result.observations, round(result.latency_ms, 3), format_context(result.observations)
+        return [], None, self._full.setdefault(conv.sample_id, full_context(conv))
+
+    def request(self, q: Question, context: str) -> LLMRequest:
+        system = ANSWER_SYSTEM if self.config.source == "memory" else FULL_CONTEXT_SYSTEM
+        return LLMRequest([{"role": "user", "content": answer_user_prompt(q.question, context)}], system=system,
+                          max_tokens=ANSWER_MAX_TOKENS, prompt_version=self.config.prompt_version)
+
     def answer_one(self, conv: Conversation, q: Question) -> AnswerRecord:
-        c = self.config
+        """Retrieve and answer one question now (the extractive floor, or one LLM call)."""
         memories: list[Observation] = []
         search_ms = None
         try:
-            if c.source == "memory":
-                assert self.client is not None
-                result = retrieve(self.client, q.question, adapter.project_name(conv.sample_id), c.top_k,
-                                  c.query_strategy)
-                memories, search_ms = result.observations, round(result.latency_ms, 3)
-                context = format_context(memories)
-            else:
-                context = self._full.setdefault(conv.sample_id, full_context(conv))
+            memories, search_ms, context = self._retrieve(conv, q)
             start = time.perf_counter()
             if self.extractive:
-                prediction = self.extractive.answer(q.question, memories)
-                tokens_in = tokens_out = 0
-                cached = False
+                prediction, tokens_in, tokens_out, cached = self.extractive.answer(q.question, memories), 0, 0, False
             else:
                 assert self.llm is not None
-                system = ANSWER_SYSTEM if c.source == "memory" else FULL_CONTEXT_SYSTEM
-                kwargs = {"prompt_version": c.prompt_version} if hasattr(self.llm, "cache") else {}
-                completion = self.llm.complete([{"role": "user", "content": answer_user_prompt(q.question, context)}],
-                                               system=system, max_tokens=ANSWER_MAX_TOKENS, **kwargs)
+                r = self.request(q, context)
+                kwargs = {"prompt_version": r.prompt_version} if hasattr(self.llm, "cache") else {}
+                completion = self.llm.complete(r.messages, system=r.system, max_tokens=r.max_tokens, **kwargs)
                 prediction = completion.text.strip()
                 tokens_in, tokens_out, cached = completion.input_tokens, completion.output_tokens, completion.cached
             answer_ms = round((time.perf_counter() - start) * 1000, 3)
@@ -178,23 +185,66 @@ class QARunner:
                             cached=cached)
 
     def run(self, run: RunFolder, conversations: Iterable[Conversation], concurrency: int = 4,
-            progress: bool | None = None) -> AnswerSummary:
+            progress: bool | None = None, settings: CallSettings | None = None, log=print) -> AnswerSummary:
+        """Answer the questions not yet answered ``ok``: retrieve for all of them (``concurrency``
+        searches at a time), then make all LLM calls through one shared pool or Message Batch."""
         done = done_questions(run, self.config.key())
         todo = [(conv, q) for conv in conversations for q in questions(conv, self.config.include_adversarial)]
         skipped = sum((conv.sample_id, q.index) in done for conv, q in todo)
         todo = [(conv, q) for conv, q in todo if (conv.sample_id, q.index) not in done]
         records: list[AnswerRecord] = []
-        bar = tqdm(total=len(todo), desc="answer", unit="q",
-                   disable=progress_enabled() if progress is None else not progress)
-        workers = 1 if self.extractive else max(1, concurrency)
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for rec in pool.map(lambda item: self.answer_one(*item), todo):
-                run.append(ANSWERS_FILE, asdict(rec))
-                records.append(rec)
-                bar.update()
-        bar.close()
+
+        def keep(rec: AnswerRecord) -> None:
+            run.append(ANSWERS_FILE, asdict(rec))
+            records.append(rec)
+
+        disable = progress_enabled() if progress is None else not progress
+        if self.extractive:
+            for conv, q in tqdm(todo, desc="answer", unit="q", disable=disable):
+                keep(self.answer_one(conv, q))
+        else:
+            self._answer_with_llm(run, todo, concurrency, disable, settings, keep, log, progress, skipped)
         failed = sum(r.status == "failed" for r in records)
         return AnswerSummary(answered=len(records) - failed, failed=failed, skipped=skipped, records=records)
+
+    def _answer_with_llm(self, run: RunFolder, todo: list, concurrency: int, disable, settings, keep, log, progress,
+                         skipped: int) -> None:
+        assert self.llm is not None
+        settings = settings or CallSettings(concurrency=concurrency)
+
+        def retrieve(item):
+            conv, q = item
+            try:
+                return q, *self._retrieve(conv, q), None
+            except WorkerError as exc:
+                return q, [], None, "", f"{type(exc).__name__}: {exc}"
+
+        with ThreadPoolExecutor(max_workers=max(1, min(concurrency, 8))) as pool:
+            found = list(tqdm(pool.map(retrieve, todo), total=len(todo), desc="retrieve", unit="q", disable=disable))
+        requests, owner = [], {}
+        for q, memories, search_ms, context, error in found:
+            if error:
+                keep(self._record(q, prediction=None, status="failed", error=error, search_latency_ms=search_ms))
+                continue
+            req = self.request(q, context)
+            owner[id(req)] = (q, memories, search_ms, context)
+            requests.append(req)
+
+        def on_result(outcome: CallOutcome) -> None:
+            q, memories, search_ms, context = owner[id(outcome.request)]
+            retrieved = [_retrieved(o) for o in memories]
+            c = outcome.completion
+            if c is None:
+                keep(self._record(q, prediction=None, status="failed", error=outcome.error, retrieved=retrieved,
+                                  search_latency_ms=search_ms))
+                return
+            keep(self._record(q, prediction=c.text.strip(), status="ok", retrieved=retrieved,
+                              memories_used=len(memories), search_latency_ms=search_ms,
+                              answer_latency_ms=round(c.latency_ms, 3), input_tokens=c.input_tokens,
+                              output_tokens=c.output_tokens, context_tokens=approx_tokens(context), cached=c.cached))
+
+        execute(self.llm, requests, on_result, stage="answering", settings=settings,
+                output_per_call=ANSWER_OUTPUT_TOKENS, run=run, already_done=skipped, log=log, progress=progress)
 
 
 def load_answers(run: RunFolder, config_key: str | None = None) -> list[dict]:

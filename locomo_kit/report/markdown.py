@@ -7,6 +7,7 @@ from typing import Any
 
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
 from locomo_kit.report.aggregate import summarize_run
+from locomo_kit.data_fetch import AUDIT_COMMIT
 from locomo_kit.report.baselines import FOOTNOTES, LOCOMO_F1, MEM0_F1, MEM0_J, MEM0_LABELLING, MEM0_LATENCY
 from locomo_kit.report.errors import analyse
 from locomo_kit.report.figures import write_figures
@@ -14,6 +15,7 @@ from locomo_kit.report.run_warnings import run_warnings
 from locomo_kit.runs import RunFolder, utc_now
 
 FULL_QUESTIONS = 1540
+AUDIT_SOURCE = f"dial481/locomo-audit errors.json at {AUDIT_COMMIT[:12]}, CC BY-NC 4.0"
 CATS = (1, 2, 3, 4)
 
 
@@ -57,6 +59,78 @@ def _consistency(c: Any) -> str:
     return f"{state} after {c.get('seconds')} s ({c.get('probes')} probes)"
 
 
+def pending_banner(run: RunFolder) -> list[str]:
+    """Lines for the top of the report when calls failed or questions have fewer valid judge runs than asked."""
+    from locomo_kit.llm.pending import failed_answers, incomplete_judgements
+
+    out = []
+    n = failed_answers(run)
+    if n:
+        out.append(f"> **Incomplete: {n} question(s) have no answer (their answer calls failed).** They are missing "
+                   "from every number below; rerun the same command to retry exactly those calls.")
+    for protocol, (questions, calls) in incomplete_judgements(run).items():
+        why = f"{calls} judge call(s) failed and are pending" if calls else "some judge replies were unparseable"
+        out.append(f"> **J ({protocol}) is over partial data: {questions} question(s) have fewer valid judge runs "
+                   f"than asked ({why}).**" + (" Rerun the same command to retry exactly the failed calls." if calls else ""))
+    return [line for pair in zip(out, [""] * len(out)) for line in pair]
+
+
+def audited_section(s: dict) -> list[str]:
+    """Both gold keys side by side, with the original key's per-category ceilings."""
+    au = s.get("audited")
+    if not au:
+        return ["## 1b. Audited gold key", "", "Not scored under the audited key (score with `--gold both`).", ""]
+    lines = ["## 1b. Both gold keys: original and audited", "",
+             f"The audited key applies the independent LoCoMo audit ({AUDIT_SOURCE}): corrected gold answers for "
+             f"{au['answers_changed']} of these questions and corrected evidence turn ids (retrieval diagnostics under "
+             "it use them). **Ceiling** = share of questions whose original gold answer the audit keeps: a perfect "
+             "system scored against the original key cannot exceed it. Published numbers used the original key.", ""]
+    f1o, f1a = _by_cat(s["locomo_f1"]), _by_cat(au["locomo_f1"])
+    m0o, m0a = _by_cat(s["mem0_f1"]), _by_cat(au["mem0_f1"])
+    dgo, dga = _by_cat(s["diagnostics"]), _by_cat(au["diagnostics"])
+    header = ["category", "gold answers changed", "ceiling %", "F1 original", "F1 audited", "Mem0 F1 original",
+              "Mem0 F1 audited", "evidence recall original", "evidence recall audited"]
+    protocols = [p for p in ("mem0", "strict", "playbook") if s["judge"].get(p)]
+    for p in protocols:
+        header += [f"J {p} original", f"J {p} audited"]
+    rows = []
+    for c in list(CATS) + ["overall"]:
+        if c not in au["ceilings"]:
+            continue
+        ce = au["ceilings"][c]
+        row = [f"{c} {CATEGORY_NAMES[c]}" if c != "overall" else "overall",
+               f"{ce['answers_changed']} of {ce['questions']}", ce["ceiling"], f1o.get(c, {}).get("mean"), f1a.get(c, {}).get("mean"), m0o.get(c, {}).get("mean"),
+               m0a.get(c, {}).get("mean"), dgo.get(c, {}).get("recall_all"), dga.get(c, {}).get("recall_all")]
+        for p in protocols:
+            row += [_by_cat(s["judge"][p]).get(c, {}).get("mean"), _by_cat(au["judge"].get(p, [])).get(c, {}).get("mean")]
+        rows.append(row)
+    lines += _table(header, rows)
+    if au.get("judge_missing"):
+        lines += [f"**{au['judge_missing']} judgement(s) under the audited key are missing** (judge with `--gold both`): "
+                  "the audited J leaves those questions out.", ""]
+    return lines
+
+
+def calibration_section(s: dict) -> list[str]:
+    """The judge's false-accept rates on known-wrong answers and true-accept rate on gold."""
+    rows = s.get("calibration") or []
+    if not rows:
+        return []
+    lines = ["## 2b. Judge calibration", "",
+             "Beside the answers, the judge graded a calibration set built from the dataset with no LLM (fixed-seed "
+             "sample of questions): **specific-wrong** = the gold answer of another question of the same category and "
+             "conversation; **vague-topical** = a topical non-answer made from the question's own words; **gold** = "
+             "the gold answer. Rates are the share of judge runs that accepted (playbook: score ≥ 50), averaged per "
+             "item, with 95% Wilson intervals over items. A published stress test put a lenient judge at 62.8% "
+             "false-accept on vague answers and 10.6% on specific ones.", ""]
+    table = [[r["protocol"], r["judge_model"], r["prompt_version"], r["kind"], r["rate_name"], r["items"], r["rate"],
+              f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]",
+              "–" if r["published_false_accept"] is None else f"{r['published_false_accept']:.1f}"] for r in rows]
+    lines += _table(["protocol", "judge", "prompt", "answers", "rate", "items", "rate %", "95% CI",
+                     "published lenient judge %"], table)
+    return lines
+
+
 def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Path, list[Path], dict]:
     """Write ``report.md`` and ``figures/*.png`` into the run folder; return their paths and the summary."""
     s = summarize_run(run)
@@ -67,7 +141,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     diag = _by_cat(s["diagnostics"])
     label = s["answerer_label"]
     floor = s["answerer"] == "extractive"
-    lines = [f"# LoCoMo report: {s['run_id']}", ""] + run_warnings(run, conversations)
+    lines = [f"# LoCoMo report: {s['run_id']}", ""] + run_warnings(run, conversations) + pending_banner(run)
     coverage = diag.get("overall", {}).get("coverage@8")
     lines += [f"**Summary.** {', '.join(s['samples'])}: {s['questions']} questions answered by {label} from "
               f"{'memories retrieved from ' + str(m.get('worker', {}).get('name', 'the Worker')) if s['source'] == 'memory' else 'the full conversation'}"
@@ -108,31 +182,49 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     rows += [[b.system + " (Mem0 paper)"] + [_pub(b.values.get(c)) for c in CATS] for b in MEM0_F1]
     lines += _table(["system", "cat 1", "cat 2", "cat 3", "cat 4"], rows)
 
+    lines += audited_section(s)
     lines += ["## 2. LLM-as-a-Judge (J) against published numbers", ""]
     mem0_rows, pb_rows = _by_cat(s["judge"]["mem0"]), _by_cat(s["judge"]["playbook"])
     if mem0_rows:
         jm = [p for p in judges if p[0] == "mem0"][0]
         lines += [f"Mem0 protocol (binary CORRECT/WRONG, lenient prompt paraphrased from Mem0's code), judged by "
-                  f"{jm[1]} ({jm[3]} runs); J = % correct per run, mean ± sample std across runs. Mem0's rows were judged "
+                  f"{jm[1]} ({jm[3]} runs); J = % correct per run, mean ± sample std across runs (population std in "
+                  "parentheses: published spreads are population std). Mem0's rows were judged "
                   f"by gpt-4o-mini: a different judge, so differences include judge behaviour. {MEM0_LABELLING}", ""]
-        rows = [["this run"] + [f"{_f(mem0_rows[c]['mean'])} ± {_f(mem0_rows[c]['std_across_runs'])}" if c in mem0_rows else "–"
+        rows = [["this run"] + [f"{_f(mem0_rows[c]['mean'])} ± {_f(mem0_rows[c]['std_sample'], 2)} "
+                                f"({_f(mem0_rows[c]['std_population'], 2)})" if c in mem0_rows else "–"
                                 for c in CATS + ("overall",)]]
+        rows += [["95% CI over questions"] + [f"[{_f(mem0_rows[c]['ci_low'])}, {_f(mem0_rows[c]['ci_high'])}]"
+                                              if c in mem0_rows else "–" for c in CATS + ("overall",)]]
         rows += [[b.system + " (Mem0 paper)"] + [_pub(b.values.get(c)) for c in CATS] + [_pub(b.values.get("overall"))]
                  for b in MEM0_J]
         lines += _table(["system", "cat 1", "cat 2", "cat 3", "cat 4", "overall"], rows)
     if pb_rows:
         jp = [p for p in judges if p[0] == "playbook"][0]
         lines += [f"Playbook protocol (0-100 score, four criteria), judged by {jp[1]} ({jp[3]} runs per question): "
-                  "mean of per-question means and pooled std across judge runs. A 0-100 graded score is **not "
+                  "mean of per-question means and pooled std across judge runs (sample; population in parentheses). A 0-100 graded score is **not "
                   "comparable** to Mem0's binary J, so no published row is placed beside it.", ""]
         rows = [[f"{c} {pb_rows[c]['name']}" if c != "overall" else "overall", pb_rows[c]["count"], pb_rows[c]["mean"],
-                 pb_rows[c]["pooled_run_std"], f"[{_f(pb_rows[c]['ci_low'])}, {_f(pb_rows[c]['ci_high'])}]",
+                 f"{_f(pb_rows[c]['pooled_run_std'], 2)} ({_f(pb_rows[c].get('pooled_run_std_population'), 2)})",
+                 f"[{_f(pb_rows[c]['ci_low'])}, {_f(pb_rows[c]['ci_high'])}]",
                  pb_rows[c]["warnings"]] for c in list(CATS) + ["overall"] if c in pb_rows]
         lines += _table(["category", "n", "J (0-100)", "pooled run std", "95% CI (bootstrap)", "questions with warnings"], rows)
-    if not mem0_rows and not pb_rows:
+    strict_rows = _by_cat(s["judge"].get("strict", []))
+    if strict_rows:
+        js_ = [p for p in judges if p[0] == "strict"][0]
+        lines += [f"Strict protocol (binary CORRECT/WRONG with a strict prompt, {js_[2]}), judged by {js_[1]} ({js_[3]} runs): "
+                  "J = % correct per run, mean ± sample std (population std); 95% Wilson interval over questions. "
+                  "No published row used this prompt.", ""]
+        rows = [[f"{c} {strict_rows[c]['name']}" if c != "overall" else "overall", strict_rows[c]["count"],
+                 f"{_f(strict_rows[c]['mean'])} ± {_f(strict_rows[c]['std_sample'], 2)} ({_f(strict_rows[c]['std_population'], 2)})",
+                 f"[{_f(strict_rows[c]['ci_low'])}, {_f(strict_rows[c]['ci_high'])}]"]
+                for c in list(CATS) + ["overall"] if c in strict_rows]
+        lines += _table(["category", "n", "J %", "95% CI"], rows)
+    if not mem0_rows and not pb_rows and not strict_rows:
         lines += ["Not judged: no judge model was available (set `ANTHROPIC_API_KEY`, or pass `--judge-model "
                   "openai/<model> --llm-base-url …`). J needs an LLM; the F1 scores above do not.", ""]
 
+    lines += calibration_section(s)
     lat = s["latency_ms"]
     sec = lambda v: None if v is None else v / 1000  # noqa: E731
     lines += ["## 3. Latency and tokens against Mem0", "",
@@ -163,8 +255,18 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
               "came from (exact turn ids when the Worker reports them, else text overlap). Answer in context: every "
               "normalised gold token appears in the retrieved memories.", ""]
     rows = [[f"{c} {diag[c]['name']}" if c != "overall" else "overall", diag[c]["count"]]
-            + [diag[c][f"coverage@{k}"] for k in (1, 3, 5, 8, 10, 20)] + [diag[c]["answer_in_context"]] for c in diag]
-    lines += _table(["category", "n", "@1", "@3", "@5", "@8", "@10", "@20", "answer in context"], rows)
+            + [diag[c][f"coverage@{k}"] for k in (1, 3, 5, 8, 10, 20)] + [diag[c].get("recall_all")]
+            + [_f(diag[c].get("mrr"), 3), _f(diag[c].get("ndcg@5"), 3), _f(diag[c].get("ndcg@10"), 3),
+               diag[c]["answer_in_context"]] for c in diag]
+    lines += _table(["category", "n", "@1", "@3", "@5", "@8", "@10", "@20", f"all (top {_f(s['top_k'])})", "MRR",
+                     "NDCG@5", "NDCG@10", "answer in context"], rows)
+    lines += ["Evidence recall (\"all\"): coverage over every memory retrieved (k = top_k). MRR: mean of 1/rank of the first retrieved memory holding an evidence turn (0 when none is in the "
+              "top k). NDCG@k: binary gains, a rank counts when it brings an evidence turn not seen above it; the "
+              "ideal puts one at each of the first min(#evidence, k) ranks.", ""]
+    search_lat = s["latency_ms"]["search"]
+    if search_lat.get("n"):
+        lines += [f"Search latency beside these (ms, {search_lat['n']} questions): p50 {_f(search_lat['p50'])}, "
+                  f"p95 {_f(search_lat['p95'])}, p99 {_f(search_lat.get('p99'))}.", ""]
 
     sp = a["failure_split"]
     lines += ["## 6. Error analysis", "", f"An answer counts as correct when {a['basis']}.", "",

@@ -4,6 +4,7 @@ the context? Together they separate "the memory lost it" from "the answerer miss
 
 from __future__ import annotations
 
+import math
 from typing import Iterable, Mapping
 
 from locomo_kit.scoring.locomo_f1 import stemmed_tokens
@@ -46,3 +47,49 @@ def answer_in_context(gold: str | None, retrieved: list[Mapping]) -> bool | None
         return None
     have = {t for m in retrieved for t in stemmed_tokens(str(m.get("content", "")))}
     return want <= have
+
+
+def _memory_hits(evidence: list[str], memory: Mapping, turn_text: Mapping[str, str], by_ids: bool) -> set[str]:
+    """The evidence turns one retrieved memory holds (by source turn ids, else by text overlap)."""
+    if by_ids:
+        return set(evidence) & set(memory.get("source_turns") or [])
+    ctx = [stemmed_tokens(str(memory.get("content", "")))]
+    return {e for e in evidence if _covered_by_text(turn_text.get(e, ""), ctx)}
+
+
+def evidence_ranks(evidence: Iterable[str], retrieved: list[Mapping], turn_text: Mapping[str, str],
+                   k: int | None = None) -> list[int] | None:
+    """1-based ranks (within the top ``k``) of the memories that bring an evidence turn not seen above them.
+
+    None for questions without evidence.
+    """
+    evidence = list(evidence)
+    if not evidence:
+        return None
+    top = retrieved[:k] if k else retrieved
+    by_ids = any(m.get("source_turns") for m in top)  # as evidence_coverage decides
+    seen: set[str] = set()
+    ranks = []
+    for rank, memory in enumerate(top, 1):
+        new = _memory_hits(evidence, memory, turn_text, by_ids) - seen
+        if new:
+            ranks.append(rank)
+            seen |= new
+    return ranks
+
+
+def reciprocal_rank(ranks: list[int] | None) -> float | None:
+    """1/rank of the first memory holding an evidence turn (0 when none was retrieved); MRR averages it."""
+    if ranks is None:
+        return None
+    return 1.0 / ranks[0] if ranks else 0.0
+
+
+def ndcg(ranks: list[int] | None, n_evidence: int, k: int) -> float | None:
+    """NDCG@k with binary gains: a rank is relevant when it brings an evidence turn not seen above it;
+    the ideal ranking puts one new evidence turn at each of the first min(#evidence, k) ranks."""
+    if ranks is None or n_evidence == 0:
+        return None
+    dcg = sum(1 / math.log2(r + 1) for r in ranks if r <= k)
+    ideal = sum(1 / math.log2(r + 1) for r in range(1, min(n_evidence, k) + 1))
+    return dcg / ideal

@@ -2,17 +2,16 @@
 
 Mem0's F1 lowercases, turns ``. , ! ?`` into spaces, splits on whitespace, and compares token
 *sets* (no stemming, no stop words). Its BLEU-1 is nltk ``sentence_bleu`` with weights (1,0,0,0)
-and smoothing method1 over ``nltk.word_tokenize`` tokens. ``word_tokenize`` needs the punkt model,
-which cannot be downloaded here; we use the word tokenizer it wraps (``NLTKWordTokenizer``) without
-punkt's sentence split, which gives the same tokens for one-sentence answers.
+and smoothing method1 over ``nltk.word_tokenize`` tokens, reproduced offline with NLTK 3.9's rules
+and punkt's English parameters (``mem0_tokenize``). Both equal the values Mem0's code wrote for
+3,080 published answers (tests/fixtures/mem0_published_memobase.json.gz).
 """
 
 from __future__ import annotations
 
-from nltk.tokenize import NLTKWordTokenizer
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
-_WORD_TOKENIZER = NLTKWordTokenizer()
+from locomo_kit.scoring.mem0_tokenize import word_tokenize
 _SMOOTH = SmoothingFunction().method1
 
 
@@ -42,8 +41,11 @@ def bleu1(prediction: object, answer: object) -> float:
     """Mem0's BLEU-1 (0 when either side is empty or the score cannot be computed)."""
     if not prediction or not answer:
         return 0.0
-    pred = _WORD_TOKENIZER.tokenize(str(prediction).strip().lower())
-    ref = _WORD_TOKENIZER.tokenize(str(answer).strip().lower())
+    pred = word_tokenize(str(prediction).lower())
+    ref = word_tokenize(str(answer).lower())
     if not pred or not ref:
         return 0.0
-    return float(sentence_bleu([ref], pred, weights=(1, 0, 0, 0), smoothing_function=_SMOOTH))
+    try:
+        return float(sentence_bleu([ref], pred, weights=(1, 0, 0, 0), smoothing_function=_SMOOTH))
+    except Exception:  # Mem0's code scores 0 whenever nltk raises
+        return 0.0

@@ -1,4 +1,8 @@
-"""Score a run's saved answers (never the Worker): one record per question in ``scores.jsonl``."""
+"""Score a run's saved answers (never the Worker): one record per question and gold key in ``scores.jsonl``.
+
+Gold keys (``gold.py``): ``original`` (the released answers and evidence ids) and ``audited`` (the
+LoCoMo audit's corrected answers and evidence ids). Retrieval diagnostics use the key's evidence.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,14 @@ from dataclasses import asdict, dataclass, field
 
 from locomo_kit.dataset import Conversation
 from locomo_kit.runs import RunFolder, utc_now
-from locomo_kit.scoring.diagnostics import answer_in_context, evidence_coverage
+from locomo_kit.scoring.diagnostics import answer_in_context, evidence_coverage, evidence_ranks, ndcg, reciprocal_rank
+from locomo_kit.scoring.gold import AuditEntry, gold_for
 from locomo_kit.scoring.locomo_f1 import locomo_f1
 from locomo_kit.scoring.mem0_f1 import bleu1, mem0_f1
 
 SCORES_FILE = "scores.jsonl"
 COVERAGE_KS = (1, 3, 5, 8, 10, 20)
+NDCG_KS = (5, 10)
 
 
 @dataclass
@@ -29,20 +35,33 @@ class QuestionScore:
     coverage_method: str
     answer_in_context: bool | None
     evidence_sessions: list[int] = field(default_factory=list)
+    gold_key: str = "original"
+    gold_changed: bool = False  # the audited key changes this question's gold answer
+    reciprocal_rank: float | None = None  # 1/rank of the first memory holding an evidence turn (MRR's term)
+    ndcg: dict[str, float | None] = field(default_factory=dict)  # "@k" -> NDCG@k of evidence turns
+    evidence_recall: float | None = None  # share of evidence turns among everything retrieved (k = top_k)
     created_at: str = field(default_factory=utc_now)
 
 
-def score_answer(record: dict, turn_text: dict[str, str]) -> QuestionScore:
+def score_answer(record: dict, turn_text: dict[str, str], gold_key: str = "original",
+                 audit: dict[tuple[str, int], AuditEntry] | None = None) -> QuestionScore:
     cat = int(record["category"])
     pred = record["prediction"] or ""
-    gold = record.get("gold")
+    gold, evidence = gold_for(record, gold_key, audit or {})
+    entry = (audit or {}).get((record["sample_id"], int(record["question_index"])))
     coverage, method = {}, "no-evidence"
-    top_k = record.get("top_k") or len(record.get("retrieved", []))
+    retrieved = record.get("retrieved", [])
+    top_k = record.get("top_k") or len(retrieved)
     for k in COVERAGE_KS:
-        value, method = evidence_coverage(record.get("evidence", []), record.get("retrieved", []), turn_text, k)
+        value, method = evidence_coverage(evidence, retrieved, turn_text, k)
         coverage[f"@{k}"] = value if k <= top_k else None  # beyond what was retrieved: unknown
+    recall, _ = evidence_coverage(evidence, retrieved, turn_text, None)
+    ranks = evidence_ranks(evidence, retrieved, turn_text, top_k)
+    rr = reciprocal_rank(ranks)
+    ndcgs = {f"@{k}": ndcg(ranks, len(evidence), k) if k <= top_k else None for k in NDCG_KS}
     if record.get("source") == "full-context":
         coverage, method = {f"@{k}": None for k in COVERAGE_KS}, "full-context"
+        rr, ndcgs, recall = None, {f"@{k}": None for k in NDCG_KS}, None
     return QuestionScore(
         sample_id=record["sample_id"], question_index=int(record["question_index"]), category=cat,
         config_key=record["config_key"], locomo_f1=locomo_f1(pred, gold or "", cat),
@@ -50,15 +69,21 @@ def score_answer(record: dict, turn_text: dict[str, str]) -> QuestionScore:
         evidence_coverage=coverage, coverage_method=method,
         answer_in_context=None if cat == 5 or record.get("source") == "full-context"
         else answer_in_context(gold, record.get("retrieved", [])),
-        evidence_sessions=sorted({int(e[1:].split(":")[0]) for e in record.get("evidence", [])}),
+        evidence_sessions=sorted({int(e[1:].split(":")[0]) for e in evidence}),
+        gold_key=gold_key, gold_changed=gold_key == "audited" and entry is not None and entry.answer_changed,
+        reciprocal_rank=rr, ndcg=ndcgs, evidence_recall=recall,
     )
 
 
-def score_answers(run: RunFolder, answers: list[dict], conversations: list[Conversation]) -> list[QuestionScore]:
-    """Score every answer and rewrite ``scores.jsonl`` atomically (scoring is cheap and deterministic);
-    scores of other answer configurations are kept."""
+def score_answers(run: RunFolder, answers: list[dict], conversations: list[Conversation],
+                  gold_keys: tuple[str, ...] = ("original",),
+                  audit: dict[tuple[str, int], AuditEntry] | None = None) -> list[QuestionScore]:
+    """Score every answer under each gold key and rewrite ``scores.jsonl`` atomically (scoring is cheap
+    and deterministic); scores of other answer configurations are kept."""
+    if "audited" in gold_keys and audit is None:
+        raise ValueError("the audited gold key needs the audit (locomo_kit.scoring.gold.load_audit)")
     turn_text = {c.sample_id: {t.dia_id: t.text for t in c.turns} for c in conversations}
-    scores = [score_answer(a, turn_text.get(a["sample_id"], {})) for a in answers]
+    scores = [score_answer(a, turn_text.get(a["sample_id"], {}), key, audit) for key in gold_keys for a in answers]
     keys = {s.config_key for s in scores}
     kept = [r for r in run.records(SCORES_FILE) if r.get("config_key") not in keys]
     run.create()
@@ -71,8 +96,9 @@ def score_answers(run: RunFolder, answers: list[dict], conversations: list[Conve
     return scores
 
 
-def load_scores(run: RunFolder, config_key: str | None = None) -> list[dict]:
+def load_scores(run: RunFolder, config_key: str | None = None, gold_key: str = "original") -> list[dict]:
+    """Scores of one answer configuration (default: the latest) under one gold key."""
     recs = list(run.records(SCORES_FILE))
     if config_key is None and recs:
         config_key = recs[-1]["config_key"]
-    return [r for r in recs if r["config_key"] == config_key]
+    return [r for r in recs if r["config_key"] == config_key and r.get("gold_key", "original") == gold_key]

@@ -1,0 +1,247 @@
+"""memworker under faults: a full disk, transient item failures, a second Worker, broken database files.
+
+Each test names the fault, injects it for real where this machine allows (a small tmpfs filled to
+the last byte, real processes, real files), and checks the outcome the issue defines: every
+acknowledged observation stored exactly once after recovery, and a clear message otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+
+from faults import fill, small_filesystem, start_memworker, stop, wait_ready
+from helpers import TRANSCRIPT, drain, memworker_app, wait_until
+from locomo_kit.embedded import free_port
+
+DISK_FULL = sqlite3.OperationalError("database or disk is full")
+
+
+def _transcript(session: int, turns: int = 3) -> str:
+    lines = [f"[Session {session} — 1:56 pm on 8 May, 2023]", "[Conversation between Caroline and Melanie]"]
+    words = ("zebra", "quokka", "harbor", "mango", "violin", "glacier", "lantern", "canyon")
+    lines += [f"[D{session}:{k}] {'Caroline' if k % 2 else 'Melanie'}: I saw "
+              + " and ".join(f"{w}{session}x{k}" for w in words) + "." for k in range(1, turns + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def _queue(client, sid: str, transcript: str, tool_use_id: str | None = None, project: str = "p") -> dict:
+    init = client.post("/api/sessions/init", json={"contentSessionId": sid, "project": project})
+    if init.status_code != 200:
+        return {**init.json(), "http": init.status_code}
+    r = client.post("/api/sessions/observations", json={"contentSessionId": sid, "tool_name": "Read",
+                                                        "tool_response": transcript, "tool_use_id": tool_use_id})
+    return {**r.json(), "http": r.status_code}
+
+
+def _stored_once(db: Path, acknowledged: set[int]) -> None:
+    """Every acknowledged queue item is done and produced its memories; no turn is stored twice."""
+    con = sqlite3.connect(db)
+    try:
+        status = dict(con.execute("SELECT id, status FROM queue").fetchall())
+        assert {q: status.get(q) for q in acknowledged} == {q: "done" for q in acknowledged}
+        per_item = {q for (q,) in con.execute("SELECT DISTINCT queue_id FROM observations")}
+        assert acknowledged <= per_item
+        turns = Counter(t for (m,) in con.execute("SELECT metadata FROM observations WHERE queue_id IS NOT NULL")
+                        for t in json.loads(m)["source_turns"])
+        assert turns and max(turns.values()) == 1
+    finally:
+        con.close()
+
+
+# -- 1. a full disk -----------------------------------------------------------------------------
+def test_queue_survives_storage_errors_and_readiness_reports_them(tmp_path):
+    """Injected: every write of the queue thread fails (disk full), then space comes back."""
+    with memworker_app(tmp_path, retry_base_seconds=0.05) as api:
+        store = api.app.state.service.store
+        failing = threading.Event()
+        failing.set()
+        calls = Counter()
+        real_commit, real_fail = store.commit_memories, store.fail_item
+
+        def commit(*a, **k):
+            calls["commit"] += 1
+            if failing.is_set():
+                raise DISK_FULL
+            return real_commit(*a, **k)
+
+        def fail_item(*a, **k):
+            calls["fail"] += 1
+            if failing.is_set():
+                raise DISK_FULL
+            return real_fail(*a, **k)
+
+        store.commit_memories, store.fail_item = commit, fail_item
+        acked = _queue(api, "s1", TRANSCRIPT, "u1")
+        assert acked["http"] == 200 and acked["status"] == "queued" and acked.get("queueId")
+        wait_until(lambda: calls["commit"] >= 3, timeout=10)  # retried, not abandoned
+        r = api.get("/api/readiness")
+        assert r.status_code == 503 and "disk is full" in r.json()["reason"]
+        failing.clear()
+        status = drain(api)
+        assert status["done"] == 1 and status["failed"] == 0
+        assert api.get("/api/readiness").status_code == 200
+        _queue(api, "s2", _transcript(2), "u2")
+        assert drain(api)["done"] == 2
+        _stored_once(Path(store.path), {1, 2})
+
+
+def test_full_disk_for_real_then_space_freed(tmp_path):
+    """A real 16 MB filesystem filled to the last byte under a running memworker, then freed."""
+    with small_filesystem(tmp_path) as fs:
+        db, port = fs / "mw.db", free_port()
+        url = f"http://127.0.0.1:{port}"
+        proc = start_memworker(db, port, "--retry-base-seconds", "0.05")
+        try:
+            wait_ready(url)
+            acknowledged: set[int] = set()
+            with httpx.Client(base_url=url, timeout=30) as c:
+                acked = _queue(c, "s0", _transcript(1), "u0")
+                acknowledged.add(acked["queueId"])
+                drain(c)
+                # leave room for the acknowledging commit but not for the memories it produces
+                filler = fill(fs, leave_bytes=64 * 1024)
+                answers = [_queue(c, f"s{k}", _transcript(k, turns=60), f"u{k}") for k in range(1, 6)]
+                for a in answers:
+                    assert a["http"] in (200, 507), a
+                    if a["http"] == 200:
+                        assert a["status"] == "queued" and a["queueId"]
+                        acknowledged.add(a["queueId"])
+                    else:
+                        assert "disk" in a["message"].lower() or "space" in a["message"].lower()
+                assert len(acknowledged) > 1, "the test needs an acknowledged item that cannot be processed"
+                wait_until(lambda: c.get("/api/readiness").status_code == 503, timeout=15)
+                assert c.get("/api/health").status_code == 200  # still answering, and honest about it
+                filler.unlink()
+                wait_until(lambda: c.get("/api/processing-status").json()["queueDepth"] == 0, timeout=30)
+                status = c.get("/api/processing-status").json()
+                assert status["failed"] == 0
+                assert c.get("/api/readiness").status_code == 200
+                refused = [k for k, a in enumerate(answers, 1) if a["http"] == 507]
+                for k in refused:  # what was refused can be sent again now
+                    a = _queue(c, f"s{k}", _transcript(k, turns=60), f"u{k}")
+                    assert a["status"] == "queued" and a["queueId"]
+                    acknowledged.add(a["queueId"])
+                wait_until(lambda: c.get("/api/processing-status").json()["queueDepth"] == 0, timeout=30)
+        finally:
+            stop(proc)
+        _stored_once(db, acknowledged)
+
+
+# -- 2. transient failures ----------------------------------------------------------------------
+def test_a_transiently_failing_item_is_retried_until_stored(tmp_path):
+    with memworker_app(tmp_path, retry_base_seconds=0.05) as api:
+        svc = api.app.state.service
+        original, calls = svc.extractor.extract, Counter()
+
+        def flaky(t):
+            calls["n"] += 1
+            if calls["n"] <= 2:
+                raise TimeoutError("extractor timed out")
+            return original(t)
+
+        svc.extractor.extract = flaky
+        _queue(api, "s1", TRANSCRIPT, "u1")
+        status = drain(api)
+        assert status["done"] == 1 and status["failed"] == 0 and calls["n"] == 3
+
+
+def test_resending_a_failed_item_requeues_it(tmp_path):
+    with memworker_app(tmp_path, retry_base_seconds=0.01, max_attempts=2) as api:
+        svc = api.app.state.service
+        original = svc.extractor.extract
+        svc.extractor.extract = lambda t: (_ for _ in ()).throw(ConnectionError("LLM down"))
+        first = _queue(api, "s1", TRANSCRIPT, "u1")
+        status = drain(api)
+        assert status["failed"] == 1 and status["done"] == 0
+        svc.extractor.extract = original
+        again = _queue(api, "s1", TRANSCRIPT, "u1")
+        assert again["status"] == "queued" and again["queueId"] == first["queueId"]
+        assert again.get("requeued") is True
+        status = drain(api)
+        assert status["failed"] == 0 and status["done"] == 1
+        dup = _queue(api, "s1", TRANSCRIPT, "u1")  # a done item stays done
+        assert dup["reason"] == "duplicate"
+        _stored_once(Path(svc.store.path), {first["queueId"]})
+
+
+# -- 3. one Worker per database -----------------------------------------------------------------
+def test_a_second_worker_on_one_database_is_refused(tmp_path):
+    db, port = tmp_path / "mw.db", free_port()
+    first = start_memworker(db, port)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}")
+        second = subprocess.run([sys.executable, "-m", "memworker", "--port", str(free_port()), "--db-path", str(db),
+                                 "--embedder", "hashing"], capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2
+        assert f"pid {first.pid}" in second.stderr and "already serving" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        stop(first)
+    again = start_memworker(db, port)  # the lock goes with the process
+    try:
+        wait_ready(f"http://127.0.0.1:{port}")
+    finally:
+        stop(again)
+
+
+# -- 11. broken database files ------------------------------------------------------------------
+def _run_memworker(db: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memworker", "--port", str(free_port()), "--db-path", str(db),
+                           "--embedder", "hashing"], capture_output=True, text=True, timeout=60)
+
+
+def _populated_db(tmp_path: Path) -> Path:
+    with memworker_app(tmp_path) as api:
+        for k in range(1, 9):
+            _queue(api, f"s{k}", _transcript(k, turns=30), f"u{k}")
+        drain(api)
+        return Path(api.app.state.service.store.path)
+
+
+def test_a_corrupted_database_is_refused_at_start_with_what_to_do(tmp_path):
+    db = _populated_db(tmp_path)
+    size = db.stat().st_size
+    with open(db, "r+b") as fh:  # the header page intact, the tables' pages garbage
+        fh.seek(4096 * 2)
+        fh.write(os.urandom(size - 4096 * 2))
+    out = _run_memworker(db)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "corrupt" in out.stderr.lower() and str(db) in out.stderr and "Traceback" not in out.stderr
+    assert "restore" in out.stderr.lower() or "move it aside" in out.stderr.lower()
+
+
+def test_a_garbage_file_is_refused_with_a_message(tmp_path):
+    db = tmp_path / "mw.db"
+    db.write_bytes(b"this is not a database\n" * 200)
+    out = _run_memworker(db)
+    assert out.returncode == 2 and "not a memworker database" in out.stderr.lower() and "Traceback" not in out.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions; the read-only mount test covers it")
+def test_a_read_only_database_file_is_refused_with_a_message(tmp_path):
+    db = _populated_db(tmp_path)
+    db.chmod(0o444)
+    out = _run_memworker(db)
+    assert out.returncode == 2 and "read-only" in out.stderr.lower() and "Traceback" not in out.stderr
+
+
+def test_a_database_on_a_read_only_filesystem_is_refused_with_a_message(tmp_path):
+    db = _populated_db(tmp_path)
+    with small_filesystem(tmp_path) as fs:
+        (fs / "mw.db").write_bytes(db.read_bytes())
+        remount = subprocess.run(["mount", "-o", "remount,ro", str(fs)], capture_output=True, text=True)
+        if remount.returncode:
+            pytest.skip(f"cannot remount read-only: {remount.stderr.strip()}")
+        out = _run_memworker(fs / "mw.db")
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "read-only" in out.stderr.lower() and "Traceback" not in out.stderr
