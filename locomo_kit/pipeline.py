@@ -93,10 +93,12 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                run_id: str | None = None, answer_model: str = "auto", top_k: int = 8, source: str = "memory",
                include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
                dataset_path: str | None = None, progress: bool | None = None, llm=None,
-               calls=None, timeout: float | None = None, query_strategy: str = "question"):
+               calls=None, timeout: float | None = None, context_budget: int | None = None,
+               query_strategy: str = "question"):
     """Answer every question of ``sample`` (resumable). ``llm`` overrides the model (tests); ``calls``
     (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch, spending;
-    ``query_strategy`` how memories are retrieved (see :mod:`locomo_kit.qa.retrieval`)."""
+    ``context_budget``: tokens of memories per question (``top_k`` then only caps their number);
+    ``query_strategy``: how memories are retrieved (see :mod:`locomo_kit.qa.retrieval`)."""
     from locomo_kit.llm import DEFAULT_ANSWER_MODEL, make_llm, resolve_auto
     from locomo_kit.qa.answering import AnswerConfig, QARunner
 
@@ -107,11 +109,12 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     from locomo_kit.qa.retrieval import LABELS
 
     config = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial,
-                          query_strategy=query_strategy)
+                          context_budget=context_budget, query_strategy=query_strategy)
     run = resolve_run(sample, mode, worker_url, run_id)
     manifest = {"parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
-                "answer": {"model": spec, "source": source, "top_k": top_k, "prompt_version": config.prompt_version,
+                "answer": {"model": spec, "source": source, "top_k": top_k, "context_budget": context_budget,
+                           "prompt_version": config.prompt_version,
                            "config_key": config.key(), "include_adversarial": include_adversarial,
                            "server": getattr(llm, "base_url", None), "batch": bool(calls and calls.batch),
                            "query_strategy": query_strategy if source == "memory" else None,
@@ -197,7 +200,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
             dataset_path: str | None = None, progress: bool | None = None, log=print, calibration_size: int = 100,
             judge_base_url: str | None = None, calls=None, timeout: float | None = None,
-            query_strategy: str = "question", consistency_timeout: float = 1200.0, session_timeout: float = 180.0):
+            context_budget: int | None = None, query_strategy: str = "question", consistency_timeout: float = 1200.0,
+            session_timeout: float = 180.0):
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
     ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's. Ingestion that stopped or
     stored nothing raises :class:`IngestFailed` before anything is answered or reported."""
@@ -219,7 +223,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
                            f"{ingest_summary.aborted or 'no session was ingested'} (run folder {run.path})")
     _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
                             dataset_path=dataset_path, progress=progress, calls=calls, timeout=timeout,
-                            concurrency=calls.concurrency if calls else 4, query_strategy=query_strategy)
+                            concurrency=calls.concurrency if calls else 4, context_budget=context_budget,
+                            query_strategy=query_strategy)
     log(answers.line())
     scores = run_score(run, sample, dataset_path)
     log(f"scored {len(scores)} answers")

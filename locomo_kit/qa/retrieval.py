@@ -44,11 +44,14 @@ class Retrieval:
     queries: list[str]
 
 
-def retrieve(client: WorkerClient, question: str, project: str, k: int, strategy: str = "question") -> Retrieval:
+def retrieve(client: WorkerClient, question: str, project: str, k: int, strategy: str = "question",
+             context_budget: int | None = None) -> Retrieval:
+    """Up to ``k`` memories for ``question``; ``context_budget`` is passed on to the Worker's own search
+    (the kit's fusion ranks single memories: the caller cuts them to the budget)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"query strategy must be one of {STRATEGIES}, got {strategy!r}")
     if strategy == "question":
-        r = client.search(question, project, limit=k)
+        r = client.search(question, project, limit=k, context_budget=context_budget)
         return Retrieval(r.observations, r.latency_ms, [question])
     words = content_words(question) or [question]
     scores: dict[int, float] = {}
