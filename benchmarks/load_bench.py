@@ -7,7 +7,8 @@ conversation's questions, at random (``--search-share``). Afterwards the queue i
 (bounded) and the database is read to check every acknowledged observation.
 
 Prints, per client count: throughput (operations/s, by kind), latency p50/p95/p99 (ms, by kind),
-errors, lost (acknowledged but not stored), duplicated (a turn stored twice), and the ingestion
+errors, lost (acknowledged but absent from the database or failed), still queued when the drain
+limit ended (durable, not yet processed), duplicated (a turn stored twice), and the ingestion
 lag (acknowledgement to stored: p50/p95/max, and how many were stored within the window).
 With ``--large-kb N`` (default 250) one more client sends a single observation of about N KB (real
 LoCoMo turns, renumbered) at the start, and its lag is reported apart: one large item must not
@@ -145,7 +146,8 @@ def measure(n_clients: int, seconds: float, embedder: str, search_share: float, 
             con.close()
     ops = [o for c in clients for o in c.ops]
     acked = [a for c in clients for a in c.acked]
-    lost = [a for a in acked if a["queue_id"] not in queue or queue[a["queue_id"]][1] != "done"]
+    lost = [a for a in acked if a["queue_id"] not in queue or queue[a["queue_id"]][1] == "failed"]
+    unprocessed = [a for a in acked if a["queue_id"] in queue and queue[a["queue_id"]][1] == "pending"]
     lags = [(queue[a["queue_id"]][3] - queue[a["queue_id"]][2]) / 1000 for a in acked
             if a["queue_id"] in queue and queue[a["queue_id"]][3]]
     within = sum(1 for a in acked if a["queue_id"] in queue and queue[a["queue_id"]][3]
@@ -163,7 +165,8 @@ def measure(n_clients: int, seconds: float, embedder: str, search_share: float, 
         "clients": n_clients, "seconds": seconds, "operations": len(ops),
         "throughput_per_s": round(sum(1 for o in ops if o[2]) / seconds, 2), "by_kind": by_kind,
         "errors": sum(errors.values()), "error_kinds": dict(errors),
-        "acknowledged": len(acked), "lost": len(lost), "duplicated": sum(1 for v in turns.values() if v > 1),
+        "acknowledged": len(acked), "lost": len(lost), "still_queued_at_drain_limit": len(unprocessed),
+        "duplicated": sum(1 for v in turns.values() if v > 1),
         "stored_within_window": within,
         "ingestion_lag_s": {"p50": _pct(lags, 50), "p95": _pct(lags, 95), "max": round(max(lags), 1) if lags else None},
         "drain_s": round(drain_s, 1), "final_status": final, "started_at": start, "large_item": large,
@@ -184,7 +187,7 @@ def main() -> None:
     results = [measure(int(n), args.seconds, args.embedder, args.search_share, conversations, args.drain_limit,
                        args.large_kb) for n in args.clients.split(",")]
     print(f"{'clients':>7} {'ops/s':>7} {'obs/s':>6} {'obs p50/p95/p99 ms':>22} {'search/s':>8} "
-          f"{'search p50/p95/p99 ms':>24} {'errors':>6} {'acked':>5} {'lost':>4} {'dup':>3} "
+          f"{'search p50/p95/p99 ms':>24} {'errors':>6} {'acked':>5} {'lost':>4} {'queued':>6} {'dup':>3} "
           f"{'in window':>9} {'lag p50/p95/max s':>18} {'drain s':>7}")
     for r in results:
         o, s, lag = r["by_kind"]["observation"], r["by_kind"]["search"], r["ingestion_lag_s"]
@@ -192,7 +195,8 @@ def main() -> None:
         search_lat = "/".join(str(s[k]) for k in ("p50_ms", "p95_ms", "p99_ms"))
         lags = "/".join(str(lag[k]) for k in ("p50", "p95", "max"))
         print(f"{r['clients']:>7} {r['throughput_per_s']:>7} {o['per_s']:>6} {obs_lat:>22} {s['per_s']:>8} "
-              f"{search_lat:>24} {r['errors']:>6} {r['acknowledged']:>5} {r['lost']:>4} {r['duplicated']:>3} "
+              f"{search_lat:>24} {r['errors']:>6} {r['acknowledged']:>5} {r['lost']:>4} "
+              f"{r['still_queued_at_drain_limit']:>6} {r['duplicated']:>3} "
               f"{r['stored_within_window']:>9} {lags:>18} {r['drain_s']:>7}")
         if r["large_item"]:
             big = r["large_item"]
