@@ -44,11 +44,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.paid:
         answer_model = answer_model if answer_model != "extractive" else "anthropic/claude-opus-4-6"
         judge_model = judge_model or "anthropic/claude-sonnet-4-6"
+    top_k, budget = _retrieval(args)
     run, report, figures, summary = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model,
                                             judge_model, args.judge_protocol or "playbook", args.judge_runs,
-                                            args.top_k, args.answer_base_url, calibration_size=args.calibration_size,
+                                            top_k, args.answer_base_url, calibration_size=args.calibration_size,
                                             judge_base_url=args.judge_base_url, calls=_call_settings(args),
-                                            timeout=args.timeout)
+                                            timeout=args.timeout, context_budget=budget)
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     print(f"official F1 {f1['mean']:.1f}% over {summary['questions']} questions ({summary['answerer_label']})")
     print(f"report:  {report}")
@@ -59,9 +60,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_answer(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_answer
 
-    run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, args.top_k,
+    top_k, budget = _retrieval(args)
+    run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, top_k,
                               args.source, args.include_adversarial, args.concurrency, args.answer_base_url,
-                              calls=_call_settings(args), timeout=args.timeout)
+                              calls=_call_settings(args), timeout=args.timeout, context_budget=budget)
     print(summary.line())
     print(f"run folder: {run.path}")
     return 1 if summary.failed else 0
@@ -150,14 +152,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from locomo_kit.paths import outputs_dir
     from locomo_kit.runs import slug
 
-    result = compare(args.runs)
-    print(f"{result['shared_questions']} shared questions (categories 1-4); differences vs {result['runs'][0]['run_id']}; "
+    result = compare(args.runs, gold=args.gold)
+    print(f"{result['shared_questions']} shared questions (categories 1-4, {args.gold} gold key); differences vs "
+          f"{result['runs'][0]['run_id']}; "
           f"{result['method']['interval']}")
     print("\n".join(table_lines(result)))
     for line in statements(result) + result["notes"]:
         print(line.replace("**", ""))
     if not args.no_write:
-        folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug("__vs__".join(r["run_id"] for r in result["runs"]))
+        folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug(
+            "__vs__".join(r["run_id"] for r in result["runs"]) + ("__audited" if args.gold == "audited" else ""))
         paths = write_comparison(result, folder)
         print(f"comparison: {paths['markdown']} (+ compare.json, compare.png)")
     return 0
@@ -171,15 +175,36 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
                           "difference, and whether the runs are distinguishable. Reads run folders only.")
     cmp_.add_argument("runs", nargs="+", metavar="RUN", help="run ids under outputs/runs, or paths to run folders "
                       "(the first is the baseline)")
+    cmp_.add_argument("--gold", choices=["original", "audited"], default="original",
+                      help="gold key the runs are compared under (original)")
     cmp_.add_argument("--out", help="folder for compare.md/.json/.png (default outputs/compare/<runs>)")
     cmp_.add_argument("--no-write", action="store_true", help="print only")
     cmp_.set_defaults(func=_cmd_compare)
 
 
+DEFAULT_CONTEXT_BUDGET = 1000
+BUDGET_LIMIT = 100  # the most results one search returns (memworker's cap)
+
+
+def _retrieval(args: argparse.Namespace) -> tuple[int, int | None]:
+    """(top_k, context_budget): a budget of 1,000 tokens by default, ``--top-k`` alone means top-k."""
+    if args.context_budget is not None and args.context_budget < 1:
+        raise CliError("--context-budget must be a positive number of tokens")
+    if args.top_k is not None and args.top_k < 1:
+        raise CliError("--top-k must be at least 1")
+    if args.context_budget is None and args.top_k is not None:
+        return args.top_k, None
+    return min(args.top_k or BUDGET_LIMIT, BUDGET_LIMIT), args.context_budget or DEFAULT_CONTEXT_BUDGET
+
+
 def _answer_options(p: argparse.ArgumentParser, default_model: str) -> None:
     p.add_argument("--answer-model", default=default_model,
                    help=f"extractive, auto, anthropic/<model> or openai/<model> (default {default_model})")
-    p.add_argument("--top-k", type=int, default=8, help="memories retrieved per question (8)")
+    p.add_argument("--context-budget", type=int, metavar="TOKENS",
+                   help=f"tokens of memories per question (default {DEFAULT_CONTEXT_BUDGET} unless --top-k is given); "
+                   "memworker merges hits into spans of whole turns, other Workers' results are cut to fit")
+    p.add_argument("--top-k", type=int, help="memories retrieved per question instead of a budget "
+                   f"(with --context-budget: at most this many; default {BUDGET_LIMIT})")
     p.add_argument("--answer-base-url", "--llm-base-url", dest="answer_base_url",
                    help="the answerer's server: an OpenAI-compatible base URL for openai/<model> "
                    "(http://127.0.0.1:8000/v1), or an Anthropic API address (default $ANTHROPIC_BASE_URL)")

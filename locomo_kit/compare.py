@@ -99,22 +99,27 @@ def _label(manifest: dict, answers: list[dict], run_id: str) -> str:
     return f"{run_id} ({worker}, top_k {a.get('top_k')}, {a.get('answerer_label', a.get('answerer'))})"
 
 
-def load_run(run: str | Path) -> RunData:
-    """Per-question metrics of a run's latest answer configuration, under the original gold key."""
+def load_run(run: str | Path, gold: str = "original") -> RunData:
+    """Per-question metrics of a run's latest answer configuration under the gold key ``gold``
+    (``original`` or ``audited``: the audit's answers, evidence ids and re-judged questions)."""
     from locomo_kit.qa.answering import load_answers
+    from locomo_kit.scoring.gold_judging import audited_config_key
     from locomo_kit.scoring.judge import load_judgements
     from locomo_kit.scoring.score_run import load_scores
 
+    if gold not in ("original", "audited"):
+        raise CompareError(f"gold must be original or audited, got {gold!r}")
     folder = resolve(run)
     answers = load_answers(folder)
     if not answers:
         raise CompareError(f"{folder.path}: no answers to compare")
     key = answers[0]["config_key"]
-    scores = {(s["sample_id"], int(s["question_index"])): s for s in load_scores(folder, key)}
+    scores = {(s["sample_id"], int(s["question_index"])): s for s in load_scores(folder, key, gold)}
     missing = [a for a in answers if (a["sample_id"], int(a["question_index"])) not in scores]
     if missing:
-        raise CompareError(f"{folder.path}: {len(missing)} of {len(answers)} answers are not scored: run "
-                           "`locomo-kit score` on it first")
+        how = "`locomo-kit score --gold both`" if gold == "audited" else "`locomo-kit score`"
+        raise CompareError(f"{folder.path}: {len(missing)} of {len(answers)} answers are not scored under the {gold} "
+                           f"gold key: run {how} on it first")
     manifest = folder.manifest()
     data = RunData(folder.run_id, folder.path, _label(manifest, answers, folder.run_id),
                    {"config_key": key, "answerer": answers[0].get("answerer"), "top_k": answers[0].get("top_k"),
@@ -134,14 +139,16 @@ def load_run(run: str | Path) -> RunData:
             "latency_s": ((a.get("search_latency_ms") or 0) + (a.get("answer_latency_ms") or 0)) / 1000,
             "tokens": float(tokens), "cost_usd": usd,
         }
+    changed = {q for q, s in scores.items() if s.get("gold_changed")}
     for j in load_judgements(folder):
-        if j["answer_config_key"] != key:
-            continue
         q = (j["sample_id"], int(j["question_index"]))
+        wanted = audited_config_key(key) if q in changed else key  # changed only under the audited key
+        if j["answer_config_key"] != wanted:
+            continue
         valid = [r["score"] for r in j["runs"] if r["score"] != SENTINEL]
         if q not in data.per_question or not valid:
             continue
-        column = f"J {j['protocol']}"
+        column = f"J {j['protocol']} ({j['judge_model']}, {j['prompt_version']})"  # one judge setup per column
         data.judges[column] = (j["protocol"], j["judge_model"], j["prompt_version"], j["n_runs"])
         scale = 1 if j["protocol"] == "playbook" else 100
         data.per_question[q][column] = scale * statistics.mean(valid)
@@ -188,9 +195,9 @@ def _verdict(low: float, high: float, identical: bool) -> str:
     return "distinguishable" if low > 0 or high < 0 else "not distinguishable"
 
 
-def compare(runs: Iterable[str | Path]) -> dict[str, Any]:
+def compare(runs: Iterable[str | Path], gold: str = "original") -> dict[str, Any]:
     """Side-by-side means per category and the paired comparison of each run with the first."""
-    data = [load_run(r) for r in runs]
+    data = [load_run(r, gold) for r in runs]
     if len(data) < 2:
         raise CompareError("compare needs at least two runs")
     if len({d.path for d in data}) < len(data):
@@ -200,12 +207,15 @@ def compare(runs: Iterable[str | Path]) -> dict[str, Any]:
         raise CompareError("the runs share no question of categories 1-4: nothing to compare")
     metrics = list(QUALITY)
     notes = []
-    for column in sorted(set.intersection(*(set(d.judges) for d in data))):
-        setups = {d.judges[column][:3] for d in data}
-        if len(setups) == 1:
-            metrics.insert(2, Metric(column, f"{column} (0-100)" if "playbook" in column else f"{column} %", "points"))
-        else:
-            notes.append(f"{column} is not compared: the runs were judged by different models or prompts ({setups}).")
+    shared_judges = sorted(set.intersection(*(set(d.judges) for d in data)))
+    for column in shared_judges:
+        metrics.insert(2, Metric(column, f"{column} (0-100)" if column.startswith("J playbook") else f"{column} %",
+                                 "points"))
+    for protocol in sorted(set.intersection(*({v[0] for v in d.judges.values()} for d in data))):
+        if not any(c.startswith(f"J {protocol} (") for c in shared_judges):
+            setups = sorted({f"{v[1]}, {v[2]}" for d in data for v in d.judges.values() if v[0] == protocol})
+            notes.append(f"J {protocol} is not compared: the runs were judged by different models or prompts "
+                         f"({'; '.join(setups)}).")
     metrics += list(RESOURCES)
     base = data[0]
     rows = []
@@ -233,7 +243,7 @@ def compare(runs: Iterable[str | Path]) -> dict[str, Any]:
     return {"runs": [{"run_id": d.run_id, "label": d.label, "path": str(d.path), "config": d.config,
                       "judges": {k: list(v) for k, v in d.judges.items()}, "questions": len(d.per_question)}
                      for d in data],
-            "shared_questions": len(shared), "rows": rows, "notes": notes,
+            "shared_questions": len(shared), "rows": rows, "notes": notes, "gold": gold,
             "method": {"interval": f"paired bootstrap, {BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED}, 95%",
                        "mdd": "(z0.975 + z0.8) * sd(diff) / sqrt(n): 80% power, two-sided 5%"}}
 
@@ -329,7 +339,7 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
     png = figure(result, folder / "compare.png")
     runs = result["runs"]
     md = [f"# Comparison: {', '.join(r['run_id'] for r in runs)}", "",
-          f"{result['shared_questions']} questions of categories 1-4 answered by every run (original gold key). "
+          f"{result['shared_questions']} questions of categories 1-4 answered by every run ({result['gold']} gold key). "
           f"Differences are run − {runs[0]['run_id']}; intervals: {result['method']['interval']}; "
           f"MDD (minimal detectable difference): {result['method']['mdd']}.", ""]
     md += ["## Runs", ""] + [f"- **{r['run_id']}**: {r['label']}; config {r['config']['config_key']}, "

@@ -74,9 +74,10 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                run_id: str | None = None, answer_model: str = "auto", top_k: int = 8, source: str = "memory",
                include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
                dataset_path: str | None = None, progress: bool | None = None, llm=None,
-               calls=None, timeout: float | None = None):
+               calls=None, timeout: float | None = None, context_budget: int | None = None):
     """Answer every question of ``sample`` (resumable). ``llm`` overrides the model (tests); ``calls``
-    (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch, spending."""
+    (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch, spending;
+    ``context_budget``: tokens of memories per question (``top_k`` then only caps their number)."""
     from locomo_kit.llm import DEFAULT_ANSWER_MODEL, make_llm, resolve_auto
     from locomo_kit.qa.answering import AnswerConfig, QARunner
 
@@ -84,11 +85,13 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     spec = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL) if llm is None else f"{llm.provider}/{llm.model}"
     if llm is None and spec != "extractive":
         llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
-    config = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial)
+    config = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial,
+                          context_budget=context_budget)
     run = resolve_run(sample, mode, worker_url, run_id)
     manifest = {"parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
-                "answer": {"model": spec, "source": source, "top_k": top_k, "prompt_version": config.prompt_version,
+                "answer": {"model": spec, "source": source, "top_k": top_k, "context_budget": context_budget,
+                           "prompt_version": config.prompt_version,
                            "config_key": config.key(), "include_adversarial": include_adversarial,
                            "server": getattr(llm, "base_url", None), "batch": bool(calls and calls.batch),
                            "started_at": utc_now()}}
@@ -171,7 +174,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
             dataset_path: str | None = None, progress: bool | None = None, log=print, calibration_size: int = 100,
-            judge_base_url: str | None = None, calls=None, timeout: float | None = None):
+            judge_base_url: str | None = None, calls=None, timeout: float | None = None,
+            context_budget: int | None = None):
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
     ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's."""
     from locomo_kit.llm import make_llm
@@ -188,7 +192,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
         log(line)
     _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
                             dataset_path=dataset_path, progress=progress, calls=calls, timeout=timeout,
-                            concurrency=calls.concurrency if calls else 4)
+                            concurrency=calls.concurrency if calls else 4, context_budget=context_budget)
     log(answers.line())
     scores = run_score(run, sample, dataset_path)
     log(f"scored {len(scores)} answers")

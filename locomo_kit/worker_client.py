@@ -305,8 +305,12 @@ class WorkerClient:
             delay = min(poll_interval, delay * 1.2)
 
     # -- memories -----------------------------------------------------------------------------
-    def search(self, query: str, project: str, limit: int = 8) -> SearchResult:
+    def search(self, query: str, project: str, limit: int = 8, context_budget: int | None = None) -> SearchResult:
+        """``context_budget`` (tokens) is memworker's extra parameter: hits merged into spans of whole turns
+        packed to the budget. Other Workers ignore it; :func:`locomo_kit.qa.context.fit_budget` then cuts."""
         params = {"query": query, "project": project, "limit": limit, "type": "observations", "format": "json"}
+        if context_budget is not None:
+            params["context_budget"] = context_budget
         start = time.perf_counter()
         data = self._request("GET", "/api/search", params=params)
         latency = (time.perf_counter() - start) * 1000

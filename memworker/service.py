@@ -10,16 +10,20 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
+
 from memworker.config import Settings
 from memworker.embed import Embedder, make_embedder
 from memworker.extract import Extractor, LLMExtractor, MemoryDraft, RuleExtractor
-from memworker.ranking import Ranked, Weights, fts_query, rank
+from memworker.ranking import Weights, rank
+from memworker.retrieval import Hit, IndexCache, ProjectIndex, RetrievalParams
 from memworker.safety import is_instruction_like, redact_secrets
 from memworker.store import NewMemory, Store, is_storage_error, now_ms
 from memworker.transcript import Transcript, parse_transcript
 
 log = logging.getLogger("memworker")
 CANDIDATES = 100
+WARM_AFTER_IDLE_S = 2.0  # rebuild stale search indexes once the queue has been idle this long
 
 
 def _epoch(iso_date: str | None) -> int | None:
@@ -68,6 +72,17 @@ class MemoryService:
         self.extractor = extractor or make_extractor(settings)
         self.weights = Weights(settings.w_similarity, settings.w_importance, settings.w_recency,
                                settings.half_life_days, settings.bm25_weight, settings.floor)
+        if settings.ranking not in ("relevance", "seed"):
+            raise ValueError(f"Unknown ranking {settings.ranking!r}: choose 'relevance' or 'seed'")
+        if settings.query_embedder not in ("static", "full"):
+            raise ValueError(f"Unknown query embedder {settings.query_embedder!r}: choose 'static' or 'full'")
+        self.params = RetrievalParams(
+            ranking=settings.ranking, k1=settings.bm25_k1, b=settings.bm25_b, context_weight=settings.context_weight,
+            bm25_weight=settings.bm25_weight, speaker_boost=settings.speaker_boost, date_weight=settings.date_weight,
+            window_weight=settings.window_weight, session_weight=settings.session_weight,
+            span_gap=settings.span_gap, span_max_turns=settings.span_max_turns)
+        self.static = None  # StaticMiniLM for queries, once the embedder is loaded
+        self.indexes = IndexCache()
         self.ready = threading.Event()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -83,6 +98,7 @@ class MemoryService:
         def boot() -> None:
             if self.embedder is None:
                 self.embedder = make_embedder(self.settings.embedder)
+            self.static = self._make_static()
             self.ready.set()
             self._run()
 
@@ -94,6 +110,8 @@ class MemoryService:
         self._wake.set()
         if self._thread:
             self._thread.join(timeout=30)
+        if self.static is not None:
+            self.static.save()
         self.store.close()
 
     def wake(self) -> None:
@@ -110,11 +128,14 @@ class MemoryService:
         failed; a store that cannot be written (disk full, read-only) stalls the queue, which is
         reported by ``/api/readiness`` and retried with backoff until it can write again."""
         stalls = 0
+        last_item = time.monotonic()
         while not self._stop.is_set():
             try:
                 item = self.store.next_pending(prefer_fresh=self._prefer_fresh)
                 if item is None:
                     self.stalled, stalls = None, 0
+                    if time.monotonic() - last_item >= WARM_AFTER_IDLE_S:
+                        self._warm_indexes()
                     due = self.store.next_retry_in()
                     self._wake.wait(timeout=1.0 if due is None else min(1.0, max(0.01, due)))
                     self._wake.clear()
@@ -128,6 +149,7 @@ class MemoryService:
                     self._record_failure(item, exc)
                 finally:
                     self._busy.clear()
+                    last_item = time.monotonic()
                 self.stalled, stalls = None, 0
             except Exception as exc:  # the store itself is failing: keep the item pending, back off
                 stalls += 1
@@ -247,38 +269,109 @@ class MemoryService:
             return self.store.latest_event_epoch(project) or now_ms()
         return _epoch(mode) or now_ms()
 
-    def _speaker_boost(self, query: str, project: str, rows: dict[int, dict]) -> dict[int, float]:
-        """Memories by the one speaker a query names get ``speaker_boost`` added to their similarity."""
-        if not self.settings.speaker_boost:
-            return {}
-        words = set(re.findall(r"\w+", query.lower()))
-        named = {s for s in self.store.speakers(project) if s and s.lower() in words}
-        if len(named) != 1:
-            return {}
-        (speaker,) = named
-        return {i: self.settings.speaker_boost for i, r in rows.items()
-                if json.loads(r["metadata"] or "{}").get("speaker") == speaker}
+    def _make_static(self):
+        """Static query vectors distilled from the ingestion model (MiniLM only; else None)."""
+        from memworker.embed import MiniLMOnnx
+
+        if (self.settings.query_embedder != "static" or self.settings.bm25_weight >= 1
+                or not isinstance(self.embedder, MiniLMOnnx)):
+            return None
+        from memworker.static_embed import StaticMiniLM, cache_path_for
+
+        return StaticMiniLM(self.embedder, self.settings.static_cache or cache_path_for(self.settings.db_path))
+
+    def _query_vector(self, query: str):
+        assert self.embedder is not None
+        return self.embedder.embed([query])[0]
+
+    def _warm_indexes(self) -> None:
+        """With the queue idle, rebuild the search index of each project written since (not on a search)."""
+        for project in self.indexes.stale(self.store):
+            if self._stop.is_set() or self.store.queue_depth():
+                return
+            try:
+                self.index(project)
+            except Exception:  # a search will rebuild it and report the error
+                log.exception("warming the index of %s failed", project)
+        if self.static is not None:
+            self.static.save()
+
+    def index(self, project: str) -> ProjectIndex:
+        """The project's search index (cached until the project's memories change)."""
+        def build(rows: list[dict]) -> ProjectIndex:
+            stored = [np.frombuffer(r["embedding"], dtype=np.float32) for r in rows if r["embedding"] is not None]
+            matrix = np.vstack(stored) if stored and len(stored) == len(rows) else None
+            return ProjectIndex(rows, self.params, self.static, None if self.static is not None else matrix)
+
+        return self.indexes.get(project, self.store, self.params, build)
 
     def search(self, query: str, project: str | None, limit: int, since: int | None = None,
-               until: int | None = None, obs_type: str | None = None, offset: int = 0) -> list[tuple[dict, Ranked | None]]:
-        """Ranked rows with their scores; without a query, the project's newest rows."""
+               until: int | None = None, obs_type: str | None = None, offset: int = 0,
+               context_budget: int | None = None) -> list[tuple[dict, Hit | None]]:
+        """Ranked rows with their scores; without a query, the project's newest rows.
+
+        With ``context_budget`` (tokens), hits become spans of whole turns packed to the budget
+        (see :mod:`memworker.retrieval`); each row then carries its span's text, exact source turns
+        and token count.
+        """
         if not project:
             return []
-        allowed = None
-        if since is not None or until is not None or obs_type:
-            allowed = set(self.store.project_ids(project, since, until, obs_type))
         if not query.strip():
             ids = self.store.project_ids(project, since, until, obs_type)[::-1][offset: offset + limit]
             rows = self.store.rows(ids)
             return [(rows[i], None) for i in ids if i in rows]
-        assert self.embedder is not None
-        bm25 = self.store.fts_candidates(project, fts_query(query), CANDIDATES, self.settings.context_weight)
-        cosine = self.store.dense_candidates(project, self.embedder.embed([query])[0], CANDIDATES)
+        index = self.index(project)
+        if not index.docs:
+            return []
+        allowed = None
+        if since is not None or until is not None or obs_type:
+            allowed = set(self.store.project_ids(project, since, until, obs_type))
+        dense = self.params.bm25_weight < 1 and index.static is None
+        sim, bm, cos = index.similarity(query, self._query_vector(query) if dense else None)
+        if self.params.ranking == "seed":
+            scores = self._seed_scores(project, index, sim, bm, cos)
+        else:
+            scores = sim
+        order = np.argsort(-scores, kind="stable")
+        keep = scores[order] > -np.inf
         if allowed is not None:
-            bm25 = {k: v for k, v in bm25.items() if k in allowed}
-            cosine = {k: v for k, v in cosine.items() if k in allowed}
-        rows = self.store.rows(set(bm25) | set(cosine))
-        boost = self._speaker_boost(query, project, rows)
-        ranked = rank(bm25, cosine, rows, self._now_ms(project), now_ms(), self.weights, boost)[offset: offset + limit]
-        self.store.touch([r.id for r in ranked])
-        return [(rows[r.id], r) for r in ranked]
+            keep &= np.isin(index.ids[order], np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+        order = order[keep].tolist()
+        if context_budget:
+            groups = [(s.docs, s.best, s.text, s.tokens)
+                      for s in index.pack(order, scores, context_budget, offset + limit)][offset:]
+        else:
+            groups = [([k], k, index.docs[k].narrative, index.docs[k].tokens) for k in order[offset: offset + limit]]
+        rows = self.store.rows(int(index.ids[k]) for _, k, _, _ in groups)
+        out: list[tuple[dict, Hit | None]] = []
+        for members, best, text, tokens in groups:
+            row = dict(rows.get(int(index.ids[best])) or {})
+            if not row:
+                continue  # deleted since the index was built
+            meta = json.loads(row.get("metadata") or "{}")
+            turns = [t for m in members for t in index.docs[m].turns]
+            meta.update(source_turns=turns, tokens=tokens)
+            if len(members) > 1:
+                meta["span"] = {"ids": [int(index.ids[m]) for m in members], "session": index.docs[best].session}
+            if context_budget:  # the text counted against the budget is the whole text
+                row.update(narrative=text, facts="[]")
+            row["metadata"] = json.dumps(meta)
+            out.append((row, Hit(score=float(scores[best]), similarity=float(sim[best]), bm25=float(bm[best]),
+                                 cosine=float(cos[best]))))
+        if self.params.ranking == "seed":  # only its recency term reads the access times: no write otherwise
+            self.store.touch([int(index.ids[k]) for members, _, _, _ in groups for k in members])
+        return out
+
+    def _seed_scores(self, project: str, index: ProjectIndex, sim, bm, cos) -> "np.ndarray":
+        """The seed design's formula over the candidates (BM25 matches and the best cosines)."""
+        candidates = set(np.flatnonzero(bm > 0).tolist()) | set(np.argsort(-cos)[:CANDIDATES].tolist())
+        facts = self.store.rows(int(index.ids[k]) for k in candidates)
+        boost = {int(index.ids[k]): float(sim[k] - self.params.bm25_weight * bm[k] / (bm.max() or 1.0)
+                                          - (1 - self.params.bm25_weight) * cos[k]) for k in candidates}
+        ranked = rank({int(index.ids[k]): float(bm[k]) for k in candidates if bm[k] > 0},
+                      {int(index.ids[k]): float(cos[k]) for k in candidates}, facts, self._now_ms(project), now_ms(),
+                      self.weights, boost)
+        scores = np.full(len(index.docs), -np.inf)
+        for r in ranked:
+            scores[index.pos_of[r.id]] = r.score
+        return scores

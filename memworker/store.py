@@ -157,6 +157,7 @@ class Store:
         self._vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # project -> (ids, matrix)
         self._vector_buffers: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}  # project -> (ids, rows, used)
         self._speakers: dict[str, set[str]] = {}
+        self.versions: dict[str, int] = {}  # project -> count of writes to its memories (search caches)
 
     def _take_lock(self) -> None:
         lock_path = f"{self.path}.lock"
@@ -391,11 +392,16 @@ class Store:
                 self._add_vector(mem.project, oid, mem.embedding)
                 self._speakers.pop(mem.project, None)
                 touched.append(oid)
+            for project in {m.project for m in memories}:
+                self._bump(project)  # under the lock: a search never caches rows older than the version
             if queue_id is not None and progress is not None:
                 c.execute("UPDATE queue SET progress=? WHERE id=?", (progress, queue_id))
             elif queue_id is not None:
                 c.execute("UPDATE queue SET status='done', processed_at_epoch=? WHERE id=?", (now_ms(), queue_id))
         return touched
+
+    def _bump(self, project: str) -> None:
+        self.versions[project] = self.versions.get(project, 0) + 1
 
     def _merge(self, c: sqlite3.Connection, target: int, mem: NewMemory) -> None:
         row = c.execute("SELECT metadata, facts, importance FROM observations WHERE id=?", (target,)).fetchone()
@@ -486,6 +492,16 @@ class Store:
                 f" FROM observations WHERE id IN ({marks})", ids).fetchall()
         return {r["id"]: dict(r) for r in rows}
 
+    def index_rows(self, project: str) -> tuple[int, list[dict]]:
+        """The project's version and every memory with its indexed fields (for the search index)."""
+        with self.lock:
+            version = self.versions.get(project, 0)
+            rows = self.conn.execute(
+                "SELECT o.id, o.narrative, o.facts, o.metadata, o.importance, o.event_epoch, o.embedding, f.body, f.context"
+                " FROM observations o JOIN obs_fts f ON f.rowid = o.id WHERE o.project = ? ORDER BY o.id",
+                (project,)).fetchall()
+        return version, [dict(r) for r in rows]
+
     def list_project(self, project: str | None, offset: int, limit: int) -> tuple[list[dict], bool]:
         sql = f"SELECT {', '.join(ROW_FIELDS)} FROM observations"
         args: list[Any] = []
@@ -546,6 +562,7 @@ class Store:
             c.execute(f"DELETE FROM obs_fts WHERE rowid IN ({marks})", ids)
             for p in projects:
                 self._vectors.pop(p, None)
+                self._bump(p)
         return n
 
     def delete_project(self, project: str) -> dict[str, int]:
@@ -562,6 +579,7 @@ class Store:
                 c.execute(f"DELETE FROM sessions WHERE id IN ({smarks})", sessions)
             self._vectors.pop(project, None)
             self._speakers.pop(project, None)
+            self._bump(project)
         return {"observations": n, "sessions": len(sessions)}
 
     def stats(self) -> dict[str, int]:

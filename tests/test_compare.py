@@ -20,7 +20,7 @@ from locomo_kit.compare import (
 
 
 def _write_run(root: Path, run_id: str, f1: list[float], top_k: int = 8, judge: tuple | None = None,
-               recall: list[float] | None = None) -> Path:
+               recall: list[float] | None = None, audited: dict[int, float] | None = None) -> Path:
     """A run folder as the pipeline writes it: manifest, answers, scores (and judgements)."""
     folder = root / run_id
     folder.mkdir(parents=True)
@@ -43,6 +43,12 @@ def _write_run(root: Path, run_id: str, f1: list[float], top_k: int = 8, judge: 
     # an adversarial answer and a question only this run answered are left out of the comparison
     answers.append(dict(answers[0], question_index=900, category=5))
     scores.append(dict(scores[0], question_index=900, category=5))
+    if audited is not None:  # the audited key: new F1 and a re-judgement for changed questions
+        scores += [dict(s, gold_key="audited", gold_changed=s["question_index"] in audited,
+                        locomo_f1=audited.get(s["question_index"], s["locomo_f1"])) for s in list(scores)]
+        if judge:
+            judgements += [dict(judgements[i], answer_config_key=f"{key}#gold=audited",
+                                runs=[{"run": 0, "score": float(v >= 0.5)}]) for i, v in audited.items()]
     for name, recs in (("answers.jsonl", answers), ("scores.jsonl", scores), ("judgements.jsonl", judgements)):
         (folder / name).write_text("".join(json.dumps(r) + "\n" for r in recs))
     return folder
@@ -80,7 +86,7 @@ def test_compare_two_runs_distinguishable_or_not(tmp_path):
     assert vs_c["verdict"] == "distinguishable" and vs_c["ci_low"] > 0
     assert vs_b["mdd"] == pytest.approx(minimal_detectable_difference(100 * base, 100 * noise))
     # J differs in judge model for run c: not compared, and said so
-    assert not any(r["metric"] == "J mem0" for r in result["rows"])
+    assert not any(r["metric"].startswith("J mem0") for r in result["rows"])
     assert any("J mem0 is not compared" in n for n in result["notes"])
     assert not any(r["metric"] == "evidence_recall" for r in result["rows"])  # run c reports none
     cats = {r["category"] for r in result["rows"]}
@@ -89,7 +95,7 @@ def test_compare_two_runs_distinguishable_or_not(tmp_path):
     assert "b vs a, official F1 % over 80 shared questions" in text and "**not distinguishable**" in text
     assert "c vs a, official F1 %" in text and "**distinguishable**;" in text
     two = compare([a, b])
-    assert any(r["metric"] == "J mem0" for r in two["rows"])  # same judge: compared
+    assert any(r["metric"] == "J mem0 (openai/j, judge-mem0-paraphrase-v1)" for r in two["rows"])  # same judge
     recall = next(r for r in two["rows"] if r["category"] == "overall" and r["metric"] == "evidence_recall")
     assert recall["comparisons"][0]["verdict"] == "identical" and "identical on every question" in "\n".join(statements(two))
 
@@ -130,3 +136,23 @@ def test_runs_parameter_as_papermill_passes_it():
     assert parse_runs('["a", "b"]') == ["a", "b"] and parse_runs("a, b") == ["a", "b"] and parse_runs(["a"]) == ["a"]
     with pytest.raises(CompareError, match="not a JSON list"):
         parse_runs("[a, b")
+
+
+def test_compare_under_the_audited_key(tmp_path):
+    judge = ("openai/j", "judge-mem0-paraphrase-v1")
+    base = [0.0, 1.0, 0.0, 1.0] * 5
+    a = _write_run(tmp_path, "a", base, judge=judge, audited={0: 1.0, 1: 0.0})
+    b = _write_run(tmp_path, "b", base, judge=judge, audited={0: 1.0, 1: 0.0})
+    c = _write_run(tmp_path, "c", base, judge=judge)  # never scored under the audited key
+    original = compare([a, b])
+    audited = compare([a, b], gold="audited")
+    row = lambda r, m: next(x for x in r["rows"] if x["category"] == "overall" and x["metric"].startswith(m))
+    assert row(original, "locomo_f1")["means"][0] == pytest.approx(50.0)
+    assert row(audited, "locomo_f1")["means"][0] == pytest.approx(50.0)  # one question up, one down
+    assert row(audited, "J mem0")["n"] == 20 and audited["gold"] == "audited"
+    j1 = lambda r: next(x for x in r["rows"] if x["category"] == 1 and x["metric"].startswith("J mem0"))["means"][0]
+    assert j1(original) == 0.0 and j1(audited) == pytest.approx(20.0)  # the re-judgement of question 0 counts
+    by_cat = {x["category"]: x for x in audited["rows"] if x["metric"] == "locomo_f1"}
+    assert by_cat[1]["means"][0] == pytest.approx(100 * (1 + 0 + 0 + 0 + 0) / 5)  # question 0 (category 1) now right
+    with pytest.raises(CompareError, match="not scored under the audited gold key.*--gold both"):
+        compare([a, c], gold="audited")

@@ -22,7 +22,7 @@ from locomo_kit.llm import LLM, LLMError
 from locomo_kit.llm.base import LLMRequest
 from locomo_kit.llm.execute import CallSettings, execute
 from locomo_kit.llm.pool import CallOutcome
-from locomo_kit.qa.context import approx_tokens, format_context
+from locomo_kit.qa.context import approx_tokens, fit_budget, format_context
 from locomo_kit.qa.extractive import ExtractiveAnswerer
 from locomo_kit.qa.prompts import (
     ANSWER_PROMPT_VERSION,
@@ -46,6 +46,7 @@ class AnswerConfig:
     answer_model: str = "extractive"  # resolved: extractive, anthropic/<m>, openai/<m>, fake/<m>
     top_k: int = 8
     include_adversarial: bool = False
+    context_budget: int | None = None  # tokens of memories per question; then top_k only caps the count
 
     @property
     def prompt_version(self) -> str:
@@ -54,8 +55,10 @@ class AnswerConfig:
         return FULL_CONTEXT_PROMPT_VERSION if self.source == "full-context" else ANSWER_PROMPT_VERSION
 
     def key(self) -> str:
-        blob = json.dumps([self.source, self.answer_model, self.top_k if self.source == "memory" else None,
-                           self.prompt_version])
+        parts = [self.source, self.answer_model, self.top_k if self.source == "memory" else None, self.prompt_version]
+        if self.context_budget is not None and self.source == "memory":
+            parts.append({"context_budget": self.context_budget})
+        blob = json.dumps(parts)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -77,6 +80,7 @@ class AnswerRecord:
     prompt_version: str
     config_key: str
     top_k: int | None
+    context_budget: int | None = None
     retrieved: list[dict] = field(default_factory=list)  # id, content, source_turns, score
     memories_used: int = 0
     search_latency_ms: float | None = None
@@ -137,13 +141,17 @@ class QARunner:
                             category_name=q.category_name, gold=q.answer, adversarial_answer=q.adversarial_answer,
                             evidence=list(q.evidence), source=c.source, answerer=c.answer_model,
                             answerer_label=self.label, prompt_version=c.prompt_version, config_key=c.key(),
-                            top_k=c.top_k if c.source == "memory" else None, **kw)
+                            top_k=c.top_k if c.source == "memory" else None,
+                            context_budget=c.context_budget if c.source == "memory" else None, **kw)
 
     def _retrieve(self, conv: Conversation, q: Question) -> tuple[list[Observation], float | None, str]:
         if self.config.source == "memory":
             assert self.client is not None
-            result = self.client.search(q.question, adapter.project_name(conv.sample_id), limit=self.config.top_k)
-            return result.observations, round(result.latency_ms, 3), format_context(result.observations)
+            budget = self.config.context_budget
+            result = self.client.search(q.question, adapter.project_name(conv.sample_id), limit=self.config.top_k,
+                                        context_budget=budget)
+            memories = fit_budget(result.observations, budget)
+            return memories, round(result.latency_ms, 3), format_context(memories)
         return [], None, self._full.setdefault(conv.sample_id, full_context(conv))
 
     def request(self, q: Question, context: str) -> LLMRequest:

@@ -26,3 +26,20 @@ def format_context(memories: list[Observation]) -> str:
 def approx_tokens(text: str) -> int:
     """A provider-independent token estimate (characters / 4) for context-size figures."""
     return (len(text) + 3) // 4
+
+
+def fit_budget(memories: list[Observation], budget: int | None) -> list[Observation]:
+    """The memories, best first, that fit in ``budget`` tokens of content (all of them without a budget).
+
+    A memory that does not fit is skipped and later, smaller ones may still fit: the same packing
+    memworker does, so that a Worker that ignores the budget gets the same amount of context.
+    """
+    if budget is None:
+        return memories
+    out, used = [], 0
+    for o in memories:
+        cost = approx_tokens(o.content)
+        if used + cost <= budget:
+            out.append(o)
+            used += cost
+    return out

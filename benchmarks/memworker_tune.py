@@ -1,0 +1,163 @@
+"""How memworker's retrieval defaults were chosen: each ranking term on and off, on conversations
+0-4 (tuning) and 5-9 (held out), in-process (the same code the HTTP search runs, without HTTP).
+
+Memories come from memworker's own ingestion (rule extractor, MiniLM embeddings) of every
+LoCoMo session, stored once in a database under outputs/bench/ (reused on later runs). For each
+configuration it prints evidence recall (categories 1-4) of the top 10 single memories and within
+500 and 1,000 tokens of spans, on both splits, and writes outputs/bench/memworker_tune.json.
+
+    .venv/bin/python benchmarks/memworker_tune.py [--db PATH] [--dense]
+
+``--dense`` adds the configurations with a dense query vector (static per-piece MiniLM, and the
+full MiniLM for reference; slower).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+
+from locomo_kit import adapter
+from locomo_kit.dataset import all_questions, load_dataset
+from locomo_kit.paths import default_dataset_path, outputs_dir
+from memworker.config import Settings
+from memworker.retrieval import ProjectIndex, RetrievalParams
+from memworker.service import MemoryService
+
+SPLITS = {"tuning 0-4": range(0, 5), "held-out 5-9": range(5, 10)}
+
+
+def build_db(path: Path, conversations) -> None:
+    """Ingest every session through memworker's queue processing, in-process."""
+    from memworker.embed import make_embedder
+
+    svc = MemoryService(Settings(db_path=str(path), embedder="minilm"), embedder=make_embedder("minilm"))
+    for conv in conversations:
+        for session in conv.sessions:
+            call = adapter.read_tool_call(conv, session)
+            row, _ = svc.store.init_session("locomo-kit", adapter.content_session_id(conv.sample_id, session.number),
+                                            adapter.project_name(conv.sample_id), "tune")
+            svc.store.enqueue(row["id"], "observation", {"tool_response": call["tool_response"]}, call["tool_use_id"])
+            svc._process(svc.store.next_pending())
+    svc.store.close()
+
+
+def configurations(defaults: RetrievalParams, dense: bool) -> dict[str, RetrievalParams]:
+    d = defaults
+    out = {
+        "default": d,
+        "BM25 body only (k1 1.2, b 0.75)": RetrievalParams(k1=1.2, b=0.75, context_weight=0, bm25_weight=1,
+                                                            speaker_boost=0, date_weight=0, window_weight=0,
+                                                            session_weight=0, span_gap=0),
+        "without neighbour field": replace(d, context_weight=0),
+        "without window field": replace(d, window_weight=0),
+        "without session field": replace(d, session_weight=0),
+        "without speaker boost": replace(d, speaker_boost=0),
+        "without date match": replace(d, date_weight=0),
+        "without spans (single turns)": replace(d, span_gap=0),
+        "speaker names indexed as words": replace(d, drop_names=False),
+        "BM25 k1 1.5": replace(d, k1=1.5),
+        "BM25 b 0.5": replace(d, b=0.5),
+        "pseudo-relevance feedback (5 docs, 10 terms)": replace(d, prf_docs=5),
+        "seed formula (--ranking seed)": replace(d, ranking="seed"),
+    }
+    if dense:
+        out["+ static MiniLM query (BM25 share 0.8)"] = replace(d, bm25_weight=0.8)
+        out["+ full MiniLM query (BM25 share 0.8), reference"] = replace(d, bm25_weight=0.8)
+    return out
+
+
+def evaluate(index: ProjectIndex, questions, query_vector) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {"@10": [], "within500": [], "within1000": []}
+    for q in questions:
+        sim, _, _ = index.similarity(q.question, query_vector(q.question))
+        order = [int(k) for k in np.argsort(-sim, kind="stable")]
+        evidence = set(q.evidence)
+        top = {t for k in order[:10] for t in index.docs[k].turns}
+        out["@10"].append(len(evidence & top) / len(evidence))
+        for budget in (500, 1000):
+            seen = {t for s in index.pack(order, sim, budget, 100) for k in s.docs for t in index.docs[k].turns}
+            out[f"within{budget}"].append(len(evidence & seen) / len(evidence))
+    return out
+
+
+def evaluate_service(svc: MemoryService, project: str, questions) -> dict[str, list[float]]:
+    """The same figures through ``MemoryService.search`` (what the HTTP route calls)."""
+    out: dict[str, list[float]] = {"@10": [], "within500": [], "within1000": []}
+    for q in questions:
+        evidence = set(q.evidence)
+        for name, kwargs in (("@10", {"limit": 10}), ("within500", {"limit": 100, "context_budget": 500}),
+                             ("within1000", {"limit": 100, "context_budget": 1000})):
+            rows = svc.search(q.question, project, **kwargs)
+            seen = {t for row, _ in rows for t in json.loads(row["metadata"]).get("source_turns", [])}
+            out[name].append(len(evidence & seen) / len(evidence))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", default=str(outputs_dir() / "bench" / "memworker_tune.db"))
+    ap.add_argument("--dense", action="store_true")
+    ap.add_argument("--out", default=str(outputs_dir() / "bench" / "memworker_tune.json"))
+    args = ap.parse_args()
+    dataset = load_dataset(default_dataset_path())
+    db = Path(args.db)
+    if not db.exists():
+        db.parent.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        build_db(db, dataset)
+        print(f"built {db} in {time.perf_counter() - t0:.0f} s")
+    svc = MemoryService(Settings(db_path=str(db), embedder="hashing"))
+    s = Settings()
+    defaults = svc.params
+    static = full = None
+    if args.dense:
+        from memworker.embed import MiniLMOnnx
+        from memworker.static_embed import StaticMiniLM
+
+        full = MiniLMOnnx()
+        static = StaticMiniLM(full, str(db) + ".static.npz")
+    results = {}
+    print(f"{'configuration':<48}" + "".join(f"{split:>30}" for split in SPLITS))
+    print(" " * 48 + "      @10  within500 within1000" * len(SPLITS))
+    for name, params in configurations(defaults, args.dense).items():
+        row = {}
+        for split, positions in SPLITS.items():
+            figures: dict[str, list[float]] = {}
+            for pos in positions:
+                conv = dataset[pos]
+                _, rows = svc.store.index_rows(adapter.project_name(conv.sample_id))
+                uses_full = name.startswith("+ full")
+                stored = np.vstack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows]) if uses_full else None
+                index = ProjectIndex(rows, params, None if uses_full else static, stored)
+                vector = (lambda q: full.embed([q])[0]) if uses_full else (lambda q: None)
+                qs = [q for q in all_questions(conv) if q.category != 5 and q.evidence]
+                if params.ranking == "seed":
+                    svc.params = params
+                    measured = evaluate_service(svc, adapter.project_name(conv.sample_id), qs)
+                    svc.params = defaults
+                else:
+                    measured = evaluate(index, qs, vector)
+                for k, v in measured.items():
+                    figures.setdefault(k, []).extend(v)
+            row[split] = {k: round(statistics.mean(v), 4) for k, v in figures.items()}
+        results[name] = {"params": asdict(params), **row}
+        print(f"{name:<48}" + "".join(f"{r['@10']:>9.3f}{r['within500']:>11.3f}{r['within1000']:>10.3f}"
+                                      for r in row.values()), flush=True)
+    if static is not None:
+        static.save()
+    svc.store.close()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"settings_defaults": s.public(), "results": results}, indent=2))
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,434 @@
+"""Budgeted retrieval: rank a project's memories, merge adjacent hits into spans of whole turns,
+pack them into a context budget in tokens.
+
+Ranking (``relevance``, the default; every term kept because it raised recall on held-out
+LoCoMo conversations, see README "memworker retrieval"):
+
+- BM25 (own parameters ``k1``, ``b``) over two fields: the memory's text (weight 1) and its
+  neighbouring turns (``context_weight``), stemmed, stopwords removed;
+- cosine similarity of a dense query vector with each memory's vector (``bm25_weight`` is BM25's
+  share of the fused similarity, BM25 normalised by the best match);
+- ``speaker_boost`` for memories by the one conversation speaker a query names;
+- ``date_weight`` for memories whose session date or resolved event date the query names
+  ("in May 2023", "on 7 May 2023", "2022").
+
+``seed`` ranks with the seed design's ``w1·similarity + w2·importance·decay + w3·recency``
+(:mod:`memworker.ranking`) over the same similarity.
+
+Spans: taking hits best first, a hit within ``span_gap`` turns of a span already chosen in the
+same session joins it (with the memories between), while the span stays within
+``span_max_turns`` turns; each span costs its text's tokens (characters / 4, rounded up).
+Packing stops adding once the budget is spent; a span that does not fit is skipped and smaller
+ones after it may still fit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+
+from memworker.extract import STOPWORDS
+
+_WORD = re.compile(r"[a-z0-9]+")
+_TURN_ID = re.compile(r"^D(\d+):(\d+)$")
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december")
+_MONTH_YEAR = re.compile(r"\b(" + "|".join(MONTHS) + r")(?:,?\s+(\d{4}))?\b|\b((?:19|20)\d{2})\b", re.I)
+
+
+def approx_tokens(text: str) -> int:
+    """Provider-independent token estimate: characters / 4, rounded up (the kit's figure too)."""
+    return approx_tokens_of(len(text))
+
+
+def approx_tokens_of(chars: int) -> int:
+    return (chars + 3) // 4
+
+
+_porter = None
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    global _porter
+    if _porter is None:
+        from nltk.stem import PorterStemmer
+
+        _porter = PorterStemmer()
+    return _porter.stem(word)
+
+
+def terms(text: str, drop: frozenset[str] = frozenset()) -> list[str]:
+    """Stemmed content words of ``text`` (lower-cased, stopwords and ``drop`` words left out)."""
+    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS and w not in drop]
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    ranking: str = "relevance"  # relevance | seed
+    k1: float = 1.0
+    b: float = 0.75
+    context_weight: float = 0.7
+    bm25_weight: float = 1.0
+    speaker_boost: float = 0.2
+    date_weight: float = 0.3
+    span_gap: int = 2
+    span_max_turns: int = 5
+    window_weight: float = 0.4  # BM25 weight of the turns two to ``window`` positions away
+    window: int = 3
+    session_weight: float = 0.6  # BM25 of the whole session (added to each of its memories)
+    prf_docs: int = 0  # pseudo-relevance feedback: expand the query with terms of the best ``prf_docs``
+    prf_terms: int = 10
+    prf_weight: float = 0.3
+    dense_idf: bool = False  # static vectors: weight word pieces by their IDF in the project
+    dense_center: bool = False  # static vectors: subtract the project's mean vector
+    drop_names: bool = True  # speaker names are matched by speaker_boost, not as words
+    strip_prefix: bool = False  # True: index a memory's own words without "Speaker on <date>:"
+
+
+@dataclass
+class Doc:
+    id: int
+    session: int | None
+    position: int | None
+    speaker: str | None
+    day: str | None  # the session's date as the memory's text writes it, e.g. "8 May 2023"
+    narrative: str
+    turns: list[str]
+    months: frozenset[str]  # "may 2023", "2023", … named by the session or event date
+    tokens: int
+
+
+@dataclass
+class Span:
+    docs: list[int]  # indexes into the index's docs, in turn order
+    best: int  # index of the best hit
+    score: float
+    text: str = ""
+    tokens: int = 0
+
+
+class _Field:
+    """BM25 postings of one text field with fixed ``k1``/``b``: term → (doc indexes, saturated tf·idf)."""
+
+    def __init__(self, docs_terms: list[list[str]], k1: float, b: float) -> None:
+        n = len(docs_terms)
+        lengths = np.array([len(t) for t in docs_terms], dtype=np.float64)
+        avg = float(lengths.mean()) if n and lengths.mean() > 0 else 1.0
+        postings: dict[str, dict[int, int]] = {}
+        for i, ts in enumerate(docs_terms):
+            for t in ts:
+                postings.setdefault(t, {}).setdefault(i, 0)
+                postings[t][i] += 1
+        self.post: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for t, by_doc in postings.items():
+            idx = np.fromiter(by_doc.keys(), dtype=np.int64, count=len(by_doc))
+            tf = np.fromiter(by_doc.values(), dtype=np.float64, count=len(by_doc))
+            idf = math.log(1 + (n - len(by_doc) + 0.5) / (len(by_doc) + 0.5))
+            norm = k1 * (1 - b + b * lengths[idx] / avg)
+            self.post[t] = (idx, idf * tf * (k1 + 1) / (tf + norm))
+
+    def score(self, query_terms: set[str], out: np.ndarray, weight: float) -> None:
+        for t in query_terms:
+            hit = self.post.get(t)
+            if hit is not None:
+                out[hit[0]] += weight * hit[1]
+
+
+def _normalise(mat: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (mat / norms).astype(np.float32)
+
+
+def _months(*dates: str | None) -> frozenset[str]:
+    out = set()
+    for d in dates:
+        if d and len(d) >= 7 and d[:4].isdigit():
+            month = MONTHS[int(d[5:7]) - 1]
+            out |= {f"{month} {d[:4]}", month, d[:4]}
+    return frozenset(out)
+
+
+def query_months(query: str) -> set[str]:
+    """Month/year mentions of a query: {"may 2023"} for "in May 2023", {"2022"} for "in 2022"."""
+    out = set()
+    for m in _MONTH_YEAR.finditer(query):
+        if m.group(1):
+            out.add(f"{m.group(1).lower()} {m.group(2)}" if m.group(2) else m.group(1).lower())
+        else:
+            out.add(m.group(3))
+    return out
+
+
+def _content(narrative: str, facts_json: str | None) -> str:
+    """A memory's text as a reader sees it: the narrative, then merged facts it does not contain."""
+    try:
+        facts = json.loads(facts_json or "[]")
+    except json.JSONDecodeError:
+        facts = []
+    extra = [f for f in facts if isinstance(f, str) and f and f not in narrative]
+    return " ".join([narrative, *extra]) if extra else narrative
+
+
+def _strip_prefix(narrative: str, speaker: str | None, day: str | None) -> str:
+    """The turn's own words: ``Caroline on 8 May 2023: I went …`` → ``I went …``."""
+    for prefix in (f"{speaker} on {day}: ", f"{speaker} said on {day}: ", f"{speaker}: "):
+        if speaker and narrative.startswith(prefix):
+            return narrative[len(prefix):]
+    return narrative
+
+
+class ProjectIndex:
+    """Everything a search of one project needs, in memory; rebuilt when the project changes."""
+
+    def __init__(self, rows: list[dict], params: RetrievalParams, static=None, stored: np.ndarray | None = None) -> None:
+        """``static``: a :class:`memworker.static_embed.StaticMiniLM` for memory and query vectors;
+        without it ``stored`` (the memories' ingestion embeddings) meets a query vector given to
+        :meth:`similarity`."""
+        self.params = params
+        self.ids = np.array([r["id"] for r in rows], dtype=np.int64)
+        self.pos_of = {int(i): k for k, i in enumerate(self.ids)}
+        self.docs: list[Doc] = []
+        self.importance = np.array([float(r.get("importance") or 0.5) for r in rows])
+        self.rows = rows
+        for r in rows:
+            meta = json.loads(r.get("metadata") or "{}")
+            turns = [str(t) for t in meta.get("source_turns") or []]
+            m = _TURN_ID.match(turns[0]) if turns else None
+            day = None
+            if meta.get("session_date"):
+                from memworker.timeparse import fmt_day
+                from datetime import date
+
+                try:
+                    day = fmt_day(date.fromisoformat(meta["session_date"]))
+                except ValueError:
+                    day = None
+            narrative = _content(r.get("narrative") or "", r.get("facts"))
+            self.docs.append(Doc(id=int(r["id"]), session=int(m.group(1)) if m else None,
+                                 position=int(m.group(2)) if m else None, speaker=meta.get("speaker"),
+                                 day=day, narrative=narrative, turns=turns,
+                                 months=_months(meta.get("session_date"), meta.get("event_date")),
+                                 tokens=approx_tokens(narrative)))
+        self.lines = [f"{d.speaker}: {_strip_prefix(d.narrative, d.speaker, d.day)}" if d.speaker else d.narrative
+                      for d in self.docs]
+        self.line_chars = [len(line) for line in self.lines]
+        self.min_tokens = min((d.tokens for d in self.docs), default=1)
+        self.speakers = {d.speaker for d in self.docs if d.speaker}
+        self.drop = frozenset(s.lower() for s in self.speakers) if params.drop_names else frozenset()
+        bodies = [r.get("body") or r.get("narrative") or "" for r in rows]
+        if params.strip_prefix:
+            bodies = [_strip_prefix(b, d.speaker, d.day) for b, d in zip(bodies, self.docs)]
+        self.body_terms = [terms(b, self.drop) for b in bodies]
+        self.body = _Field(self.body_terms, params.k1, params.b)
+        self.context = _Field([terms(r.get("context") or "", self.drop) for r in rows], params.k1, params.b)
+        self.by_speaker = {s: np.array([d.speaker == s for d in self.docs]) for s in self.speakers}
+        self.by_session: dict[int, dict[int, int]] = {}
+        for k, d in enumerate(self.docs):
+            if d.session is not None and d.position is not None:
+                self.by_session.setdefault(d.session, {}).setdefault(d.position, k)
+        self.window_field = self.session_field = None
+        if params.window_weight:
+            wide = []
+            for d in self.docs:
+                got: list[str] = []
+                if d.session is not None:
+                    session = self.by_session[d.session]
+                    for n in range(d.position - params.window, d.position + params.window + 1):
+                        if abs(n - d.position) >= 2 and n in session:
+                            got += self.body_terms[session[n]]
+                wide.append(got)
+            self.window_field = _Field(wide, params.k1, params.b)
+        if params.session_weight:
+            sessions = sorted(self.by_session)
+            self.session_pos = np.array([sessions.index(d.session) if d.session is not None else -1 for d in self.docs])
+            self.session_field = _Field([[t for k in self.by_session[s].values() for t in self.body_terms[k]]
+                                         for s in sessions], params.k1, params.b)
+        self.static = static
+        self.vectors = stored
+        if static is not None and rows and params.bm25_weight < 1:
+            self._static_vectors()
+        elif static is not None:
+            self.static = None  # BM25 alone: no vectors, no query embedding
+
+    def _static_vectors(self) -> None:
+        p, st = self.params, self.static
+        pieces = [st.piece_ids(f"{d.speaker}: {_strip_prefix(d.narrative, d.speaker, d.day)}" if d.speaker
+                               else d.narrative) for d in self.docs]
+        df = np.zeros(st.vocab_size)
+        for ids in pieces:
+            df[np.unique(ids)] += 1
+        n = len(pieces)
+        self.piece_idf = np.log((n + 1) / (df + 1)) + 1.0 if p.dense_idf else None
+        mat = np.vstack([st.embed_ids(ids, self.piece_idf[ids] if p.dense_idf else None) for ids in pieces])
+        self.center = mat.mean(axis=0) if p.dense_center else np.zeros(st.dim, dtype=np.float32)
+        self.vectors = _normalise(mat - self.center)
+
+    def query_vector(self, query: str) -> np.ndarray | None:
+        """The query's static vector in this project's space (None without static vectors)."""
+        if self.static is None:
+            return None
+        ids = self.static.piece_ids(query)
+        vec = self.static.embed_ids(ids, self.piece_idf[ids] if self.piece_idf is not None else None) - self.center
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm > 0 else vec
+
+    # -- scoring ------------------------------------------------------------------------------
+    def bm25(self, query: str) -> np.ndarray:
+        p = self.params
+        qt = set(terms(query, self.drop))
+        out = self._bm25_terms(qt, 1.0)
+        if p.prf_docs and out.max() > 0:
+            top = np.argsort(-out)[: p.prf_docs]
+            counts: dict[str, float] = {}
+            for k in top:
+                for t in set(self.body_terms[k]):
+                    if t not in qt:
+                        counts[t] = counts.get(t, 0.0) + float(out[k])
+            expansion = sorted(counts, key=lambda t: -counts[t])[: p.prf_terms]
+            if expansion:
+                out = out + self._bm25_terms(set(expansion), p.prf_weight)
+        return out
+
+    def _bm25_terms(self, qt: set[str], weight: float) -> np.ndarray:
+        p = self.params
+        out = np.zeros(len(self.docs))
+        self.body.score(qt, out, weight)
+        if p.context_weight:
+            self.context.score(qt, out, weight * p.context_weight)
+        if self.window_field is not None:
+            self.window_field.score(qt, out, weight * p.window_weight)
+        if self.session_field is not None:
+            per_session = np.zeros(len(self.by_session))
+            self.session_field.score(qt, per_session, weight * p.session_weight)
+            out = out + np.where(self.session_pos >= 0, per_session[self.session_pos], 0.0)
+        return out
+
+    def similarity(self, query: str, qvec: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(fused similarity with boosts, bm25, cosine) for every document."""
+        p = self.params
+        if qvec is None and p.bm25_weight < 1:
+            qvec = self.query_vector(query)
+        bm = self.bm25(query)
+        best = float(bm.max()) if bm.size else 0.0
+        cos = np.zeros(len(self.docs))
+        if qvec is not None and self.vectors is not None and self.vectors.size and self.vectors.shape[1] == qvec.shape[0]:
+            cos = np.clip(self.vectors @ qvec, 0.0, None)
+        sim = p.bm25_weight * (bm / best if best > 0 else bm) + (1 - p.bm25_weight) * cos
+        if p.speaker_boost:
+            words = set(_WORD.findall(query.lower()))
+            named = [s for s in self.speakers if s.lower() in words]
+            if len(named) == 1:
+                sim = sim + p.speaker_boost * self.by_speaker[named[0]]
+        if p.date_weight:
+            wanted = query_months(query)
+            if wanted:
+                sim = sim + p.date_weight * np.array([bool(wanted & d.months) for d in self.docs])
+        return sim, bm, cos
+
+    # -- spans --------------------------------------------------------------------------------
+    def pack(self, order: list[int], scores: np.ndarray, budget: int, limit: int) -> list[Span]:
+        """Merge hits (indexes, best first) into spans and pack them into ``budget`` tokens."""
+        p = self.params
+        spans: list[Span] = []
+        by_session: dict[int, list[Span]] = {}
+        member: set[int] = set()
+        used = 0
+        for k in order:
+            if budget - used < self.min_tokens:
+                break
+            if k in member:
+                continue
+            d = self.docs[k]
+            target = None
+            if d.session is not None and p.span_gap > 0:
+                for s in by_session.get(d.session, ()):
+                    first, last = self.docs[s.docs[0]].position, self.docs[s.docs[-1]].position
+                    if (first - p.span_gap <= d.position <= last + p.span_gap
+                            and max(last, d.position) - min(first, d.position) + 1 <= p.span_max_turns):
+                        target = s
+                        break
+            if target is not None:
+                first, last = self.docs[target.docs[0]].position, self.docs[target.docs[-1]].position
+                session = self.by_session[d.session]
+                members = [session[n] for n in range(min(first, d.position), max(last, d.position) + 1)
+                           if n in session]
+                cost = approx_tokens_of(self._span_chars(members)) - target.tokens
+                if used + cost > budget:
+                    continue
+                member.update(members)
+                target.docs, target.tokens = members, target.tokens + cost
+                used += cost
+                continue
+            if len(spans) >= limit or used + d.tokens > budget:
+                continue
+            span = Span(docs=[k], best=k, score=float(scores[k]), tokens=d.tokens)
+            spans.append(span)
+            if d.session is not None:
+                by_session.setdefault(d.session, []).append(span)
+            member.add(k)
+            used += d.tokens
+        for span in spans:
+            span.text = self.render(span.docs)
+        return spans
+
+    def _span_chars(self, members: list[int]) -> int:
+        """Characters of :meth:`render`'s text, without rendering it."""
+        if len(members) == 1:
+            return len(self.docs[members[0]].narrative)
+        head = self.docs[members[0]]
+        header = len(f"On {head.day}:") + 1 if head.day else 0
+        return header + sum(self.line_chars[m] for m in members) + len(members) - 1
+
+    def render(self, members: list[int]) -> str:
+        """One span's text: the date once, then each turn as ``Speaker: words``."""
+        if len(members) == 1:
+            return self.docs[members[0]].narrative
+        head = self.docs[members[0]]
+        lines = ([f"On {head.day}:"] if head.day else []) + [self.lines[m] for m in members]
+        return "\n".join(lines)
+
+
+class IndexCache:
+    """Per-project indexes, rebuilt when the store's version of the project changes."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[str, tuple[int, RetrievalParams, ProjectIndex]] = {}
+        self._lock = threading.Lock()
+
+    def stale(self, store) -> list[str]:
+        """Projects written since their index was built (or never indexed)."""
+        with store.lock:
+            versions = dict(store.versions)
+        with self._lock:
+            return [p for p, v in versions.items() if p not in self._indexes or self._indexes[p][0] != v]
+
+    def get(self, project: str, store, params: RetrievalParams,
+            build: Callable[[list[dict]], ProjectIndex]) -> ProjectIndex:
+        """``store`` has ``versions`` and ``index_rows(project) -> (version, rows)``."""
+        with self._lock:
+            hit = self._indexes.get(project)
+            if hit and hit[0] == store.versions.get(project, 0) and hit[1] == params:
+                return hit[2]
+            version, rows = store.index_rows(project)
+            index = build(rows)
+            self._indexes[project] = (version, params, index)
+            return index
+
+
+@dataclass
+class Hit:
+    """A result's scores (of its best memory, for a span)."""
+
+    score: float
+    similarity: float
+    bm25: float
+    cosine: float

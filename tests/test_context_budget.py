@@ -1,0 +1,69 @@
+"""The kit's --context-budget: option resolution, run configuration, client-side packing, end to end."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import pytest
+
+from locomo_kit import adapter
+from locomo_kit.cli import CliError, _retrieval, build_parser
+from locomo_kit.dataset import get_conversation
+from locomo_kit.embedded import EmbeddedWorker
+from locomo_kit.ingest import ingest
+from locomo_kit.qa.answering import AnswerConfig, QARunner
+from locomo_kit.qa.context import approx_tokens, fit_budget
+from locomo_kit.runs import RunFolder
+from locomo_kit.worker_client import Observation, WorkerClient
+
+
+def obs(oid: int, text: str) -> Observation:
+    return Observation(id=oid, project="p", type="event", title="", subtitle="", narrative=text, text=None, facts=[],
+                       concepts=[], created_at=None, created_at_epoch=None, metadata={})
+
+
+def ns(**kw) -> argparse.Namespace:
+    return argparse.Namespace(**{"top_k": None, "context_budget": None, **kw})
+
+
+def test_budget_is_the_default_and_top_k_alone_means_top_k():
+    assert _retrieval(ns()) == (100, 1000)
+    assert _retrieval(ns(top_k=8)) == (8, None)
+    assert _retrieval(ns(context_budget=500)) == (100, 500)
+    assert _retrieval(ns(context_budget=500, top_k=5)) == (5, 500)
+    with pytest.raises(CliError, match="positive"):
+        _retrieval(ns(context_budget=0))
+    args = build_parser().parse_args(["answer", "--context-budget", "750"])
+    assert args.context_budget == 750 and args.top_k is None
+
+
+def test_budget_is_part_of_the_answer_configuration():
+    plain, budget = AnswerConfig(top_k=8), AnswerConfig(top_k=100, context_budget=1000)
+    assert plain.key() == AnswerConfig(top_k=8, context_budget=None).key()
+    assert len({plain.key(), budget.key(), AnswerConfig(top_k=100, context_budget=500).key()}) == 3
+
+
+def test_fit_budget_packs_best_first_and_skips_what_does_not_fit():
+    memories = [obs(1, "a" * 400), obs(2, "b" * 800), obs(3, "c" * 200)]  # 100, 200, 50 tokens
+    assert [o.id for o in fit_budget(memories, 160)] == [1, 3]
+    assert [o.id for o in fit_budget(memories, 40)] == []
+    assert fit_budget(memories, None) == memories
+
+
+def test_answers_within_budget_from_memworker(tmp_path, dataset):
+    conv = get_conversation(dataset, "conv-26")
+    conv = dataclasses.replace(conv, sessions=conv.sessions[:2])
+    asked = [q for q in conv.questions if q.category != 5 and q.evidence
+             and all(int(e[1:].split(":")[0]) <= 2 for e in q.evidence)][:4]
+    assert asked
+    with EmbeddedWorker(tmp_path / "mw.db", embedder="hashing") as url, WorkerClient(url, token="") as client:
+        ingest(client, [conv], RunFolder("r", root=tmp_path), mode="transcript", poll_interval=0.2, progress=False)
+        runner = QARunner(AnswerConfig(top_k=100, context_budget=300), client=client)
+        records = [runner.answer_one(conv, q) for q in asked]
+        raw = client.search(asked[0].question, adapter.project_name(conv.sample_id), limit=100)
+    for rec in records:
+        assert rec.status == "ok" and rec.context_budget == 300 and rec.retrieved
+        assert sum(approx_tokens(r["content"]) for r in rec.retrieved) <= 300 < rec.context_tokens + 300
+        assert all(r["source_turns"] for r in rec.retrieved)
+    assert len(raw.observations) > len(records[0].retrieved)  # without the budget: more results
