@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 from locomo_kit.data_fetch import sha256_file
 from locomo_kit.dataset import Conversation, load_dataset, questions, select
 from locomo_kit.embedded import EmbeddedWorker
-from locomo_kit.ingest import IngestSummary, ingest
+from locomo_kit.ingest import IngestSummary, check_health, ingest, worker_capabilities
 from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.paths import default_dataset_path
 from locomo_kit.runs import RunConfig, RunFolder, default_ingest_id, ingestion_folder, utc_now
@@ -34,6 +34,10 @@ JUDGE_RUNS_RANGE = (1, 50)
 
 class NotIngested(RuntimeError):
     """Questions were asked of a sample the Worker does not hold."""
+
+
+class IngestFailed(RuntimeError):
+    """Ingestion stopped (a stuck queue, an unreachable Worker) or stored nothing: no result to report."""
 
 
 def load(sample: str, dataset_path: str | None = None) -> tuple[list[Conversation], str]:
@@ -64,8 +68,14 @@ def connect(worker_url: str, folder: RunFolder, ready_timeout: float = 120.0) ->
     with WorkerClient(worker_url) as client:
         client.health()  # raises WorkerUnavailable / WorkerAuthError with a clear message
         health = client.wait_until_ready(timeout=ready_timeout)
-        client.identity = worker_identity(worker_url, client.base_url, health)  # type: ignore[attr-defined]
+        client.identity = {**worker_identity(worker_url, client.base_url, health),  # type: ignore[attr-defined]
+                           **worker_capabilities(health)}
         yield client
+
+
+def _strategy_key(query_strategy: str) -> str | None:
+    """The query strategy as a run-id parameter (the default leaves ids as they were)."""
+    return None if query_strategy == "question" else query_strategy
 
 
 def run_config(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
@@ -105,18 +115,24 @@ def ingest_outcome(summary: IngestSummary, total: int | None = None) -> Outcome:
 def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
                ingest_id: str | None = None, force: bool = False, session_timeout: float = 180.0,
                poll_interval: float = 3.0, dataset_path: str | None = None,
-               progress: bool | None = None, for_run: RunFolder | None = None) -> tuple[RunFolder, IngestSummary]:
+               progress: bool | None = None, for_run: RunFolder | None = None, consistency_timeout: float = 1200.0,
+               log=print) -> tuple[RunFolder, IngestSummary]:
     """Ingest ``sample`` into the Worker (resumable); returns the ingestion folder and a summary.
+    Then (when every session went in) wait until the Worker finds what it was given
+    (read-your-writes), recording the wait in the manifest's ``consistency``.
 
     A recorded ingestion is reused only while the Worker still holds it (see module doc).
     ``for_run``: the run this ingestion is for; when it holds results from another Worker,
     nothing is ingested (:class:`~locomo_kit.worker_identity.WorkerMismatch`).
     """
+    from locomo_kit.adapter import project_name
+    from locomo_kit.consistency import describe, wait_until_consistent
     from locomo_kit.qa.answering import load_answers
 
     conversations, sha = load(sample, dataset_path)
     ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id)
     with connect(worker_url, ingestion) as client:
+        check_health(client, mode)
         if for_run is not None:
             check_run_worker(for_run, client.identity, has_results=bool(load_answers(for_run)))
         notes = [] if force else check_ingestion_held(client, ingestion, conversations, mode, client.identity)
@@ -130,7 +146,13 @@ def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
         outcome = ingest_outcome(summary, sum(len(c.sessions) for c in conversations))
         ingestion.update_manifest(ingest={"finished_at": utc_now(), "ingested": len(summary.ingested),
                                           "failed": len(summary.failed), "skipped": summary.skipped,
-                                          "outcome": outcome.as_record()})
+                                          "not_attempted": summary.not_attempted, "aborted": summary.aborted,
+                                          "succeeded": summary.succeeded, "outcome": outcome.as_record()})
+        if summary.succeeded:
+            consistency = wait_until_consistent(client, [project_name(c.sample_id) for c in conversations],
+                                                timeout=consistency_timeout, progress=progress)
+            ingestion.update_manifest(consistency=consistency)
+            log(describe(consistency))
     return ingestion, summary
 
 
@@ -175,20 +197,23 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
                dataset_path: str | None = None, progress: bool | None = None, llm=None,
                calls=None, timeout: float | None = None, context_budget: int | None = None,
-               ingest_id: str | None = None, **extra: Any):
+               query_strategy: str = "question", ingest_id: str | None = None, **extra: Any):
     """Answer every question of ``sample`` (resumable) into the configuration's run folder.
 
     ``answer_model`` defaults to the offline extractive floor; ``llm`` overrides the model (tests);
     ``calls`` (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch,
     spending; ``context_budget``: tokens of memories per question (``top_k`` then only caps their
-    number); ``extra``: further result-changing parameters (they name the run).
+    number); ``query_strategy``: how memories are retrieved (see :mod:`locomo_kit.qa.retrieval`);
+    ``extra``: further result-changing parameters (they name the run).
     """
     from locomo_kit.llm import make_llm
     from locomo_kit.qa.answering import AnswerConfig, QARunner, load_answers
+    from locomo_kit.qa.retrieval import LABELS
 
     conversations, sha = load(sample, dataset_path)
     config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
-                        top_k, source, include_adversarial, context_budget=context_budget, **extra)
+                        top_k, source, include_adversarial, context_budget=context_budget,
+                        query_strategy=_strategy_key(query_strategy), **extra)
     spec = config.answer_model
     if spec == "extractive" and source == "full-context":
         raise ValueError("full-context answering needs an LLM answerer: pass --answer-model anthropic/<model> "
@@ -196,7 +221,7 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     if llm is None and spec != "extractive":
         llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
     answer = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial,
-                          context_budget=context_budget)
+                          context_budget=context_budget, query_strategy=query_strategy)
     n = sum(len(questions(c, include_adversarial)) for c in conversations)
     run = resolve_run(config, run_id)
     ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id or run_id)
@@ -207,6 +232,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                            "context_budget": context_budget, "prompt_version": answer.prompt_version,
                            "config_key": answer.key(), "include_adversarial": include_adversarial,
                            "server": getattr(llm, "base_url", None), "batch": bool(calls and calls.batch),
+                           "query_strategy": query_strategy if source == "memory" else None,
+                           "retrieval": LABELS[query_strategy] if source == "memory" else "full conversation",
                            "started_at": utc_now()}}
     warnings: list[str] = []
     if source == "memory":
@@ -216,6 +243,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
             check_run_worker(run, client.identity, bool(load_answers(run)), generations)
             warnings = _check_ingested(client, ingestion, conversations, mode)
             manifest["answer"].update(worker=client.identity, ingestion_generations=generations)
+            held = ingestion.manifest()  # what the run stands on, for the report's warnings
+            manifest.update({k: held[k] for k in ("consistency",) if held.get(k)})
             run.update_manifest(worker=client.identity, **manifest)
             summary = QARunner(answer, client=client, llm=llm).run(run, conversations, concurrency, progress, calls)
     else:
@@ -338,14 +367,16 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
             dataset_path: str | None = None, progress: bool | None = None, log: Callable[[str], None] = print,
             calibration_size: int = 100, judge_base_url: str | None = None, calls=None, timeout: float | None = None,
-            context_budget: int | None = None, ingest_id: str | None = None, **extra: Any) -> PipelineResult:
+            context_budget: int | None = None, query_strategy: str = "question", consistency_timeout: float = 1200.0,
+            session_timeout: float = 180.0, ingest_id: str | None = None, **extra: Any) -> PipelineResult:
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
     ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's.
 
-    Each stage logs its one-line outcome. A stage that produced nothing raises
-    :class:`~locomo_kit.outcome.StageFailed` (no report is written); partial results are reported
-    with a banner at the top of the report, and ``result.ok`` is False. ``extra``: further
-    result-changing answer parameters (they name the run, see :class:`~locomo_kit.runs.RunConfig`).
+    Each stage logs its one-line outcome. Ingestion that stopped or stored nothing raises
+    :class:`IngestFailed`, answering that produced nothing :class:`~locomo_kit.outcome.StageFailed`:
+    no report is written. Partial results are reported with a banner at the top of the report, and
+    ``result.ok`` is False. ``extra``: further result-changing answer parameters (they name the run,
+    see :class:`~locomo_kit.runs.RunConfig`).
     """
     from locomo_kit.llm import make_llm
     from locomo_kit.llm.execute import preflight
@@ -360,22 +391,28 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             if calls is None or calls.preflight:
                 preflight(llm)
     outcomes: list[Outcome] = []
-    config = run_config(sample, worker_url, mode, answer_model, top_k, context_budget=context_budget, **extra)
+    config = run_config(sample, worker_url, mode, answer_model, top_k, context_budget=context_budget,
+                        query_strategy=_strategy_key(query_strategy), **extra)
     run = resolve_run(config, run_id)
     ingest_id = ingest_id or run_id or default_ingest_id(sample, mode, worker_url)
-    _, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id, dataset_path=dataset_path,
-                                   progress=progress, for_run=run)
+    ingestion, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id, dataset_path=dataset_path,
+                                           progress=progress, for_run=run, consistency_timeout=consistency_timeout,
+                                           log=log, session_timeout=session_timeout)
     for note in getattr(ingest_summary, "notes", []):
         log(note)
+    for line in ingest_summary.lines():
+        log(line)
     conversations, _ = load(sample, dataset_path)
     ingested = ingest_outcome(ingest_summary, sum(len(c.sessions) for c in conversations))
     outcomes.append(ingested)
     log(ingested.line())
-    ingested.raise_if_empty()
+    if ingest_summary.aborted or not (ingest_summary.ingested or ingest_summary.skipped):
+        raise IngestFailed(f"ingestion failed, nothing answered or reported: "
+                           f"{ingest_summary.aborted or 'no session was ingested'} (run folder {ingestion.path})")
     _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
                             dataset_path=dataset_path, progress=progress, calls=calls, timeout=timeout,
                             concurrency=calls.concurrency if calls else 4, context_budget=context_budget,
-                            ingest_id=ingest_id, **extra)
+                            query_strategy=query_strategy, ingest_id=ingest_id, **extra)
     outcomes.append(answers.outcome)
     log(answers.outcome.line())
     answers.outcome.raise_if_empty()

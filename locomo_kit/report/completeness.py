@@ -1,8 +1,9 @@
 """What a report covers, compared with what was asked for: the banners at the top of report.md.
 
-A report over partial data says so before any number: sessions not ingested, and questions not
-answered (with the first error and a count of the rest). Judge calls still pending are announced
-by :func:`locomo_kit.report.markdown.pending_banner`.
+A report over partial data says so before any number: questions not answered (with the first
+error and a count of the rest). Sessions not ingested and empty retrievals are announced by
+:mod:`locomo_kit.report.run_warnings`, judge calls still pending by
+:func:`locomo_kit.report.markdown.pending_banner`.
 """
 
 from __future__ import annotations
@@ -54,10 +55,6 @@ def banners(run: RunFolder, conversations: list[Conversation], summary: dict[str
     """Markdown lines for the top of the report; empty when the report covers everything asked for."""
     c = completeness(run, conversations, summary)
     lines = []
-    if c.get("sessions_expected") and c["sessions_ingested"] < c["sessions_expected"]:
-        lines.append(f"> **PARTIAL INGESTION: {c['sessions_ingested']} of {c['sessions_expected']} sessions were "
-                     "ingested into the Worker.** Questions about the missing sessions cannot be answered from "
-                     "memory: every score below is lower than this Worker would get on the whole conversation.")
     if c["questions_answered"] < c["questions_expected"]:
         missing = c["questions_expected"] - c["questions_answered"]
         failures = c["answer_failures"]
