@@ -391,7 +391,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         print(note)
     print_summary(summary)
     outcome = ingest_outcome(summary, sum(len(c.sessions) for c in conversations))
-    print(outcome.line())
+    print(outcome.line(reason=False))  # the failures are listed above
     print(f"run folder: {folder.path}")
     return _finish([outcome], ok_code=0 if summary.succeeded else 1)
 

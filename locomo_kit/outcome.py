@@ -64,13 +64,16 @@ class Outcome:
     def _plural(self, n: int) -> str:
         return f"{n} {self.unit}{'' if n == 1 else 's'}"
 
-    def line(self) -> str:
-        """``answer: 140 questions done, 0 already done, 12 failed (first: …)``."""
+    def line(self, reason: bool = True) -> str:
+        """``answer INCOMPLETE: 140 questions done, 0 already done, 12 failed; first error: …``
+        (``reason`` False: without the first error, when the failures were listed already)."""
         status = "ok" if self.ok else "FAILED" if self.empty else "INCOMPLETE"
         parts = [f"{self._plural(self.done)} done", f"{self.skipped} already done", f"{self.failed} failed"]
         if self.not_attempted:
             parts.append(f"{self.not_attempted} not attempted")
         text = f"{self.stage} {status}: " + ", ".join(parts)
+        if not reason:
+            return text
         if self.stopped:
             text += f"; stopped: {self.stopped}"
         elif self.reasons:

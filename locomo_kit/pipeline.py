@@ -405,7 +405,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
     conversations, _ = load(sample, dataset_path)
     ingested = ingest_outcome(ingest_summary, sum(len(c.sessions) for c in conversations))
     outcomes.append(ingested)
-    log(ingested.line())
+    log(ingested.line(reason=False))  # the failures are listed above
     if ingest_summary.aborted or not (ingest_summary.ingested or ingest_summary.skipped):
         raise IngestFailed(f"ingestion failed, nothing answered or reported: "
                            f"{ingest_summary.aborted or 'no session was ingested'} (run folder {ingestion.path})")
