@@ -345,7 +345,7 @@ class ProjectIndex:
             self.context.score(qt, out, weight * p.context_weight)
         if self.window_field is not None:
             self.window_field.score(qt, out, weight * p.window_weight)
-        if self.session_field is not None:
+        if self.session_field is not None and len(self.by_session):  # none: every doc has session_pos -1
             per_session = np.zeros(len(self.by_session))
             self.session_field.score(qt, per_session, weight * p.session_weight)
             out = out + np.where(self.session_pos >= 0, per_session[self.session_pos], 0.0)

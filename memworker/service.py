@@ -92,6 +92,7 @@ class MemoryService:
         self._thread: threading.Thread | None = None
         self.started = time.time()
         self.stalled: str | None = None  # why the queue cannot make progress (storage failing), else None
+        self._prefer_fresh = False  # after a chunk of a split item, let one item not yet started go first
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -132,7 +133,7 @@ class MemoryService:
         last_item = time.monotonic()
         while not self._stop.is_set():
             try:
-                item = self.store.next_pending()
+                item = self.store.next_pending(prefer_fresh=self._prefer_fresh)
                 if item is None:
                     self.stalled, stalls = None, 0
                     if time.monotonic() - last_item >= WARM_AFTER_IDLE_S:
@@ -180,9 +181,16 @@ class MemoryService:
             return
         transcript = parse_transcript(response_text(payload.get("tool_response")))
         drafts = self.extractor.extract(transcript)
-        memories = self._to_memories(drafts, transcript, item["project"], item["content_session_id"],
+        # a large item is committed in chunks, one transaction each, resuming at its recorded progress
+        # (only with a deterministic extractor, which gives the same drafts again after a restart)
+        chunk = max(1, self.settings.chunk_memories)
+        start = int(item.get("progress") or 0) if self.extractor.name == "rules" else 0
+        end = len(drafts) if self.extractor.name != "rules" else min(len(drafts), start + chunk)
+        memories = self._to_memories(drafts[start:end], transcript, item["project"], item["content_session_id"],
                                      item["prompt_number"])
-        self.store.commit_memories(item["id"], memories, self.settings.dedup_threshold)
+        self.store.commit_memories(item["id"], memories, self.settings.dedup_threshold,
+                                   progress=end if end < len(drafts) else None)
+        self._prefer_fresh = end < len(drafts)
 
     def _summary(self, project: str, payload: dict) -> str:
         last = str(payload.get("last_assistant_message") or "")

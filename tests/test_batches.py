@@ -157,3 +157,40 @@ def test_answering_with_batch_makes_one_submission(tmp_path, monkeypatch, capsys
     assert len(records) == 81 and all(r["status"] == "ok" and r["prediction"].startswith("stand-in answer")
                                       for r in records)
     assert "questions answered: 0, failed: 0, already done: 81" in capsys.readouterr().out
+
+
+def test_batch_needs_an_anthropic_model(tmp_path):
+    from locomo_kit.llm import ScriptedLLM
+    from locomo_kit.llm.base import LLMConfigError
+
+    llm = ScriptedLLM(['{"score": 5}'], model="local")
+    with pytest.raises(LLMConfigError, match="--batch needs an anthropic/<model>"):
+        judge_answers(RunFolder("r", root=tmp_path), Judge(llm, "playbook", runs=1), answers(2), settings=BATCH, **QUIET)
+
+
+def test_a_stage_above_the_batch_limit_is_split_and_every_part_recorded_before_polling(tmp_path, monkeypatch):
+    import locomo_kit.llm.batches as batches
+
+    monkeypatch.setattr(batches, "MAX_REQUESTS", 5)
+    s = AnthropicStandin()
+    s.hold_batches = True
+    run = RunFolder("r", root=tmp_path)
+    polled_with_all_recorded = []
+
+    def release_when_all_recorded(seconds):
+        polled_with_all_recorded.append(len(open_batches(run, "judging (playbook)")) == 3)
+        s.hold_batches = False
+
+    with running(s) as url:
+        judge = judge_for(url, tmp_path, runs=2)
+        reqs = [judge.request(a, r) for a in answers(6) for r in range(2)]
+        from locomo_kit.llm.cache import request_key
+
+        pending = {request_key(judge.llm.llm, r): r for r in reqs}
+        got = {}
+        ids = batches.run_batches(judge.llm.llm, pending, run, "judging (playbook)", lambda k, c: None,
+                                  lambda k, c, e, n: got.__setitem__(k, c), poll_interval=0.01, log=lambda line: None,
+                                  progress=False, sleep=release_when_all_recorded)
+    assert [len(c["body"]["requests"]) for c in creates(s)] == [5, 5, 2] and len(set(ids)) == 3
+    assert polled_with_all_recorded and polled_with_all_recorded[0]  # all three submitted before the first poll
+    assert len(got) == 12 and all(c is not None for c in got.values())

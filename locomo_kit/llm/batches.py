@@ -85,14 +85,17 @@ def run_batches(llm, pending: dict[str, LLMRequest], run: RunFolder, stage: str,
         if not retry:
             break
         items = [{"custom_id": key, "params": llm.request_body(todo[key])[0]} for key in retry]
-        for chunk in split(items):
+        submitted = []
+        for chunk in split(items, MAX_REQUESTS, MAX_BYTES):  # all chunks run at once; each recorded before polling
             batch = llm.batches.create(requests=chunk)
             run.append(BATCHES_FILE, {"event": "submitted", "stage": stage, "batch_id": batch.id,
                                       "custom_ids": [i["custom_id"] for i in chunk], "model": llm.model,
                                       "server": getattr(llm, "base_url", None), "at": utc_now()})
             what = "resubmitted the failed items as" if covered_rounds else "submitted"
             log(f"{stage}: {what} Message Batch {batch.id} ({len(chunk):,} requests); recorded in {BATCHES_FILE}")
-            collect(batch.id)
+            submitted.append(batch.id)
+        for batch_id in submitted:
+            collect(batch_id)
         covered_rounds += 1
     for key in list(todo):
         deliver(key, None, failures.get(key, "no result in any batch"), 1)
@@ -106,11 +109,11 @@ def _retryable(error: str) -> bool:
 def _collect(llm, batch_id: str, todo: dict[str, LLMRequest], store, run: RunFolder, poll_interval: float, log,
              progress: bool | None, sleep) -> tuple[dict[str, Completion], dict[str, str]]:
     """Poll ``batch_id`` until it ends (progress from its request counts), then match its results."""
-    from locomo_kit.llm.pool import _disabled
+    from locomo_kit.llm.pool import progress_disabled
 
     batch = llm.batches.retrieve(batch_id)
     total = sum(batch.request_counts.model_dump().values())
-    bar = tqdm(total=total, desc=f"batch {batch_id[-8:]}", unit="req", disable=_disabled(progress))
+    bar = tqdm(total=total, desc=f"batch {batch_id[-8:]}", unit="req", disable=progress_disabled(progress))
     start = last_line = time.monotonic()
     while batch.processing_status != "ended":
         counts = batch.request_counts

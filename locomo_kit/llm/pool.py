@@ -167,7 +167,7 @@ def run_pool(attempt: Callable[[LLMRequest], Completion], requests: Iterable[LLM
             throttle.release(ticket, ok=True)
             return CallOutcome(request, completion, None, tries)
 
-    bar = tqdm(total=len(requests), desc=desc, unit="call", disable=_disabled(progress))
+    bar = tqdm(total=len(requests), desc=desc, unit="call", disable=progress_disabled(progress))
     pool = ThreadPoolExecutor(max_workers=max(1, settings.concurrency), thread_name_prefix="llm-pool")
     try:
         futures = [pool.submit(work, r) for r in requests]
@@ -184,7 +184,7 @@ def run_pool(attempt: Callable[[LLMRequest], Completion], requests: Iterable[LLM
     return throttle
 
 
-def _disabled(progress: bool | None) -> bool:
+def progress_disabled(progress: bool | None) -> bool | None:
     from locomo_kit.ingest import progress_enabled
 
     return progress_enabled() if progress is None else not progress
