@@ -133,7 +133,8 @@ def _cmd_answer(args: argparse.Namespace) -> int:
                               query_strategy=args.query_strategy, ingest_id=args.ingest_id)
     for note in summary.outcome.notes:
         print(f"WARNING: {note}")
-    print(summary.outcome.line())
+    print(summary.line())
+    print(summary.outcome.line(reason=False) if summary.outcome.ok else summary.outcome.line())
     print(f"run folder: {run.path}")
     return _finish([summary.outcome])
 
