@@ -19,9 +19,18 @@ def project_name(sample_id: str) -> str:
     return f"locomo-eval-{sample_id}"
 
 
-def tool_use_id(sample_id: str, session: int) -> str:
-    """Deterministic, so a Worker that de-duplicates tool uses ignores a re-sent session."""
-    return f"{content_session_id(sample_id, session)}-read"
+def tool_use_id(sample_id: str, session: int, generation: str = "") -> str:
+    """Deterministic within one ingestion generation, so a Worker that de-duplicates tool uses ignores
+    a session re-sent on resume; a new ``generation`` (after ``--force``) gives fresh ids, because
+    claude-mem silently drops a tool_use_id it has already seen for the Worker's lifetime."""
+    base = f"{content_session_id(sample_id, session)}-read"
+    return f"{base}-{generation}" if generation else base
+
+
+def turn_metadata(sample_id: str, session: Session, turn: Turn) -> dict:
+    """``metadata`` for a turn saved with ``memory/save``: the exact source, returned by search."""
+    return {"source_session": content_session_id(sample_id, session.number), "source_turns": [turn.dia_id],
+            "session": session.number, "session_date": session.date_time}
 
 
 def turn_title(sample_id: str, turn: Turn) -> str:
@@ -48,13 +57,14 @@ def init_prompt(conv: Conversation, session: Session) -> str:
     return f"Conversation between {conv.speaker_a} and {conv.speaker_b} on {session.date_time}"
 
 
-def read_tool_call(conv: Conversation, session: Session) -> dict:
+def read_tool_call(conv: Conversation, session: Session, generation: str = "") -> dict:
     """Arguments for ``WorkerClient.queue_observation`` (minus the session id)."""
     return {
         "tool_name": "Read",
         "tool_input": {"file_path": f"conversation-transcript/session-{session.number}.txt"},
         "tool_response": render_transcript(conv, session),
-        "tool_use_id": tool_use_id(conv.sample_id, session.number),
+        "tool_use_id": tool_use_id(conv.sample_id, session.number, generation),
+        "cwd": f"/locomo-kit/{conv.sample_id}",
     }
 
 

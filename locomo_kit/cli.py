@@ -49,12 +49,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                             judge_model, args.judge_protocol or "playbook", args.judge_runs,
                                             top_k, args.answer_base_url, calibration_size=args.calibration_size,
                                             judge_base_url=args.judge_base_url, calls=_call_settings(args),
-                                            timeout=args.timeout, context_budget=budget)
+                                            timeout=args.timeout, context_budget=budget,
+                                            query_strategy=args.query_strategy,
+                                            consistency_timeout=args.consistency_timeout,
+                                            session_timeout=args.session_timeout)
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     print(f"official F1 {f1['mean']:.1f}% over {summary['questions']} questions ({summary['answerer_label']})")
     print(f"report:  {report}")
     print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")
-    return _pending_calls_exit(run)
+    return max(_pending_calls_exit(run), _ingest_outcome(run))
+
+
+def _ingest_outcome(run) -> int:
+    """1 (with the reason on stderr) when the run's ingestion or retrieval failed: the report says so too."""
+    from locomo_kit.qa.answering import load_answers
+
+    ingest = run.manifest().get("ingest", {})
+    problems = []
+    if ingest and not ingest.get("succeeded", True):
+        problems.append(f"ingestion incomplete ({ingest.get('failed', 0)} session(s) failed, "
+                        f"{ingest.get('not_attempted', 0)} not attempted)")
+    memory = [a for a in load_answers(run) if a.get("source") == "memory"]
+    if memory and not any(a.get("retrieved") for a in memory):
+        problems.append(f"no memory was retrieved for any of {len(memory)} questions")
+    for p in problems:
+        print(f"locomo-kit: error: {p}; see the banner at the top of the report", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:
@@ -63,7 +83,8 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     top_k, budget = _retrieval(args)
     run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, top_k,
                               args.source, args.include_adversarial, args.concurrency, args.answer_base_url,
-                              calls=_call_settings(args), timeout=args.timeout, context_budget=budget)
+                              calls=_call_settings(args), timeout=args.timeout, context_budget=budget,
+                              query_strategy=args.query_strategy)
     print(summary.line())
     print(f"run folder: {run.path}")
     return 1 if summary.failed else 0
@@ -208,6 +229,14 @@ def _answer_options(p: argparse.ArgumentParser, default_model: str) -> None:
     p.add_argument("--answer-base-url", "--llm-base-url", dest="answer_base_url",
                    help="the answerer's server: an OpenAI-compatible base URL for openai/<model> "
                    "(http://127.0.0.1:8000/v1), or an Anthropic API address (default $ANTHROPIC_BASE_URL)")
+    _query_strategy_option(p)
+
+
+def _query_strategy_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--query-strategy", choices=["question", "keywords"], default="question",
+                   help="question: the question is the query, as an agent would send it (default); keywords: one "
+                   "search per content word fused by the kit (for keyword-only Workers; labelled as the kit's "
+                   "fusion, not the Worker's retrieval)")
 
 
 def _judge_options(p: argparse.ArgumentParser) -> None:
@@ -251,15 +280,28 @@ def _worker_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-id", help="run folder name under outputs/runs (default: derived from sample, mode, worker)")
 
 
+def _session_timeout_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--session-timeout", type=float, default=180.0,
+                   help="seconds to wait for the Worker's queue per session; a queue still stuck after that stops "
+                   "the whole ingestion (180)")
+
+
+def _consistency_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--consistency-timeout", type=float, default=1200.0,
+                   help="after ingesting, wait at most this many seconds until the Worker finds sampled memories "
+                   "by their own words (read-your-writes; asynchronous indexes such as Chroma's) (1200)")
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from locomo_kit.ingest import print_summary
     from locomo_kit.pipeline import run_ingest
 
     run, summary = run_ingest(args.sample, args.worker_url, args.mode, args.run_id, force=args.force,
-                              session_timeout=args.session_timeout, poll_interval=args.poll_interval)
+                              session_timeout=args.session_timeout, poll_interval=args.poll_interval,
+                              consistency_timeout=args.consistency_timeout)
     print_summary(summary)
     print(f"run folder: {run.path}")
-    return 1 if summary.failed or summary.zero_observation_sessions else 0
+    return 0 if summary.succeeded else 1
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -271,12 +313,19 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     if args.worker_url == "embedded" and not run.exists():
         raise CliError(f"No run at {run.path}: ingest first (locomo-kit ingest --sample {args.sample})")
     with connect(args.worker_url, run) as client:
-        counts = []
+        ok = True
         for conv in conversations:
-            report = verify(client, conv)
+            report = verify(client, conv, query_strategy=args.query_strategy)
             print(format_verification(report))
-            counts.append(report["observations"])
-    return 0 if all(counts) else 1
+            empty = [p for p in report["probes"] if not p["results"]]
+            if not report["observations"] or empty:
+                ok = False
+                print(f"locomo-kit: error: {report['project']}: {report['observations']} observations; "
+                      f"{len(empty)} of {len(report['probes'])} probes found nothing"
+                      + (" (a keyword-only Worker? try --query-strategy keywords)"
+                         if empty and args.query_strategy == "question" and report["observations"] else ""),
+                      file=sys.stderr)
+    return 0 if ok else 1
 
 
 def _add_data(sub: argparse._SubParsersAction) -> None:
@@ -311,13 +360,15 @@ def build_parser() -> argparse.ArgumentParser:
                          "Resumable: a rerun skips sessions already ingested.")
     _worker_options(ing)
     ing.add_argument("--force", action="store_true", help="forget the project in the Worker and ingest again")
-    ing.add_argument("--session-timeout", type=float, default=180.0, help="seconds to wait per session (180)")
+    _session_timeout_option(ing)
     ing.add_argument("--poll-interval", type=float, default=3.0, help="longest pause between queue polls (3 s)")
+    _consistency_option(ing)
     ing.set_defaults(func=_cmd_ingest)
     ver = sub.add_parser("verify", help="count a project's observations and probe search",
                          description="Count the observations of each sample's project and show the top 3 "
                          "results for one single-hop, one multi-hop and one temporal question.")
     _worker_options(ver)
+    _query_strategy_option(ver)
     ver.set_defaults(func=_cmd_verify)
     ans = sub.add_parser("answer", help="answer every question from the Worker's memories (resumable)",
                          description="Answer each question from the memories the Worker retrieves (or the full "
@@ -350,6 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     _answer_options(run, "extractive")
     _judge_options(run)
     _call_options(run)
+    _consistency_option(run)
+    _session_timeout_option(run)
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
     _add_compare(sub)

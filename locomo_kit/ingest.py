@@ -4,7 +4,13 @@ Per session: init → queue the transcript (one ``Read``) → wait for the Worke
 then count the observations the session produced. One record per session goes to
 ``ingest.jsonl``; a rerun skips sessions already recorded ``ok`` for the same mode, and a session
 interrupted mid-way is sent again with the same ``tool_use_id`` (a Worker that de-duplicates tool
-uses ignores the repeat; in ``turns`` mode, turns already saved are skipped by title).
+uses ignores the repeat; in ``turns`` mode, turns already saved are skipped by title). ``--force``
+forgets the project and starts a new generation with fresh tool_use_ids (claude-mem drops a
+tool_use_id it has seen before for its whole lifetime, while still answering ``queued``).
+
+Failures are loud: a Worker whose compressor cannot run stops transcript mode before anything is
+sent (:func:`check_health`); a queue that makes no progress within one session timeout stops the
+whole ingestion (:class:`IngestSummary.aborted`); a session that stored nothing counts as failed.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
@@ -20,7 +27,7 @@ from tqdm.auto import tqdm
 from locomo_kit import adapter
 from locomo_kit.dataset import Conversation, Session, questions
 from locomo_kit.runs import RunFolder, utc_now
-from locomo_kit.worker_client import WorkerClient, WorkerError
+from locomo_kit.worker_client import WorkerClient, WorkerError, WorkerTimeout, WorkerUnavailable
 
 INGEST_FILE = "ingest.jsonl"
 MODES = ("transcript", "turns")
@@ -46,10 +53,62 @@ class SessionResult:
     finished_at: str = field(default_factory=utc_now)
 
 
+class WorkerNotUsable(WorkerError):
+    """The Worker's own health says it cannot do what this ingestion needs."""
+
+
+class QueueStuck(WorkerTimeout):
+    """The Worker's queue made no progress within one session timeout."""
+
+
+COMPRESSOR_HINT = ("configure a compressor provider the Worker can run (e.g. CLAUDE_MEM_PROVIDER=openrouter with "
+                   "CLAUDE_MEM_OPENROUTER_BASE_URL, CLAUDE_MEM_OPENROUTER_MODEL and CLAUDE_MEM_OPENROUTER_API_KEY in "
+                   "~/.claude-mem/settings.json, or install and log in the `claude` CLI) and restart the Worker, "
+                   "or use --mode turns (no LLM: each turn saved as is)")
+
+
+def dependency_statuses(health: dict) -> list[dict]:
+    deps = health.get("dependencies") if isinstance(health, dict) else None
+    statuses = deps.get("statuses") if isinstance(deps, dict) else None
+    return [s for s in statuses or [] if isinstance(s, dict)]
+
+
+def worker_capabilities(health: dict) -> dict:
+    """What the Worker's ``/api/health`` says about its compressor and its semantic search.
+
+    claude-mem reports a compressor that cannot run as dependency ``claude_cli`` (kind
+    ``setup_required``) and a missing vector store as dependency ``uvx``: search then falls back to
+    SQLite FTS5 phrase matching.
+    """
+    compressor, semantic = "ok", "available"
+    for st in dependency_statuses(health):
+        dep, kind = str(st.get("dependency", "")), str(st.get("kind", ""))
+        msg = " ".join(str(st.get("message", "")).split())
+        if dep == "uvx" or "vector" in kind:
+            semantic = f"unavailable ({dep}: {msg}); search falls back to keyword (FTS5 phrase) matching"
+        elif dep == "claude_cli" or kind == "setup_required":
+            compressor = f"cannot run ({dep}: {kind}: {msg})"
+    ai = health.get("ai") if isinstance(health, dict) else None
+    return {"compressor_provider": ai.get("provider") if isinstance(ai, dict) else None,
+            "compressor": compressor, "semantic_search": semantic}
+
+
+def check_health(client: WorkerClient, mode: str) -> dict:
+    """Read ``/api/health`` before ingesting; raise :class:`WorkerNotUsable` when transcript mode
+    cannot work (the compressor cannot run: every observation would queue forever)."""
+    caps = worker_capabilities(client.health())
+    if mode == "transcript" and caps["compressor"] != "ok":
+        raise WorkerNotUsable(f"the Worker at {client.base_url} reports that its compressor {caps['compressor']}: "
+                              f"transcript mode would queue every session forever. To fix: {COMPRESSOR_HINT}")
+    return caps
+
+
 @dataclass
 class IngestSummary:
     results: list[SessionResult]
     skipped: int  # sessions already done in an earlier run
+    aborted: str | None = None  # why ingestion stopped before the last session
+    not_attempted: int = 0  # sessions left out because ingestion stopped
 
     @property
     def ingested(self) -> list[SessionResult]:
@@ -63,9 +122,16 @@ class IngestSummary:
     def zero_observation_sessions(self) -> list[SessionResult]:
         return [r for r in self.results if r.status == "ok" and r.observations == 0]
 
+    @property
+    def succeeded(self) -> bool:
+        """Every session ingested and produced observations."""
+        return not (self.failed or self.zero_observation_sessions or self.aborted or self.not_attempted)
+
     def lines(self) -> list[str]:
         out = [f"sessions ingested: {len(self.ingested)}, failed: {len(self.failed)}, "
-               f"already done: {self.skipped}"]
+               f"already done: {self.skipped}" + (f", not attempted: {self.not_attempted}" if self.not_attempted else "")]
+        if self.aborted:
+            out.append(f"INGESTION STOPPED: {self.aborted}")
         if self.ingested:
             obs = [r.observations for r in self.ingested]
             secs = [r.seconds for r in self.ingested]
@@ -103,19 +169,34 @@ def _count_session_observations(client: WorkerClient, project: str, csid: str, b
     return max(0, len(obs) - before), len(obs)
 
 
+def generation(run: RunFolder, sample_id: str) -> str:
+    """The id of the latest ``--force`` reset of this sample in this run ('' before any)."""
+    gen = ""
+    for rec in run.records(INGEST_FILE):
+        if rec.get("sample_id") == sample_id and rec.get("kind") == "reset":
+            gen = str(rec.get("generation") or "")
+    return gen
+
+
 def _ingest_transcript(client: WorkerClient, conv: Conversation, session: Session, timeout: float,
-                       poll_interval: float, before: int) -> tuple[int, int]:
+                       poll_interval: float, before: int, gen: str) -> tuple[int, int]:
     csid = adapter.content_session_id(conv.sample_id, session.number)
     project = adapter.project_name(conv.sample_id)
     init = client.init_session(csid, project, adapter.init_prompt(conv, session))
-    if init.get("skipped"):
+    # claude-mem answers "duplicate" when the same prompt reached the same session within 10 s (e.g. a
+    # resume right after a Worker restart): the session exists, so go on; any other skip is a failure
+    if init.get("skipped") and init.get("reason") != "duplicate":
         raise WorkerError(f"Worker skipped session init: {init.get('reason')}")
     failed_before = client.processing_status().get("failed")
-    queued = client.queue_observation(csid, **adapter.read_tool_call(conv, session))
+    queued = client.queue_observation(csid, **adapter.read_tool_call(conv, session, gen))
     if queued.get("status") not in ("queued", "skipped") or (
             queued.get("status") == "skipped" and queued.get("reason") != "duplicate"):
         raise WorkerError(f"Worker did not queue the transcript: {queued}")
-    client.wait_for_processing(timeout=timeout, poll_interval=poll_interval)
+    try:
+        client.wait_for_processing(timeout=timeout, poll_interval=poll_interval)
+    except WorkerTimeout as exc:
+        raise QueueStuck(f"{exc}; the Worker's compressor is not processing (check its provider settings and "
+                         f"logs, e.g. ~/.claude-mem/logs/)") from exc
     failed_after = client.processing_status().get("failed")
     if isinstance(failed_before, int) and isinstance(failed_after, int) and failed_after > failed_before:
         raise WorkerError(f"the Worker failed to process the transcript of session {session.number} (its failed "
@@ -130,7 +211,8 @@ def _ingest_turns(client: WorkerClient, conv: Conversation, session: Session, ex
     for turn in session.turns:
         title = adapter.turn_title(conv.sample_id, turn)
         if title not in existing_titles:
-            client.save_memory(adapter.turn_memory_text(conv, session, turn), project, title=title)
+            client.save_memory(adapter.turn_memory_text(conv, session, turn), project, title=title,
+                               metadata=adapter.turn_metadata(conv.sample_id, session, turn))
             existing_titles.add(title)
         saved += 1
     return saved
@@ -145,13 +227,16 @@ def ingest_conversation(client: WorkerClient, conv: Conversation, run: RunFolder
     if force:
         deleted = client.forget_project(project)
         run.append(INGEST_FILE, {"kind": "reset", "sample_id": conv.sample_id, "project": project,
-                                 "deleted_observations": deleted, "at": utc_now()})
+                                 "deleted_observations": deleted, "generation": uuid.uuid4().hex[:12],
+                                 "at": utc_now()})
+    gen = generation(run, conv.sample_id)
     done = done_sessions(run, conv.sample_id, mode)
     todo = [s for s in conv.sessions if s.number not in done]
     existing = client.list_observations(project) if todo else []
     titles = {o.title for o in existing}
     known = len(existing)  # observations in the project before the next session
     results = []
+    aborted = None
     bar = tqdm(todo, desc=f"ingest {conv.sample_id}", unit="session",
                disable=progress_enabled() if progress is None else not progress)
     for session in bar:
@@ -161,11 +246,17 @@ def ingest_conversation(client: WorkerClient, conv: Conversation, run: RunFolder
         try:
             if mode == "transcript":
                 result.observations, known = _ingest_transcript(client, conv, session, session_timeout,
-                                                                poll_interval, known)
+                                                                poll_interval, known, gen)
             else:
                 result.observations = _ingest_turns(client, conv, session, titles)
+            if result.observations == 0:
+                result.status = "failed"
+                result.error = ("the Worker stored ZERO observations for this session (its compressor dropped "
+                                "or skipped it; see the Worker's logs)")
         except WorkerError as exc:
             result.status, result.error = "failed", str(exc)
+            if isinstance(exc, (QueueStuck, WorkerUnavailable)):
+                aborted = f"{csid}: {exc}"
             try:  # the failed session may still add observations: recount before the next one
                 known = sum(1 for _ in client.iter_observations(project))
             except WorkerError:
@@ -173,17 +264,25 @@ def ingest_conversation(client: WorkerClient, conv: Conversation, run: RunFolder
         result.seconds = round(time.monotonic() - start, 3)
         run.append(INGEST_FILE, {"kind": "session", **asdict(result)})
         results.append(result)
-    return IngestSummary(results, skipped=len(done))
+        if aborted:
+            break
+    bar.close()
+    return IngestSummary(results, skipped=len(done), aborted=aborted, not_attempted=len(todo) - len(results))
 
 
 def ingest(client: WorkerClient, conversations: Iterable[Conversation], run: RunFolder, **kwargs) -> IngestSummary:
-    """Ingest several conversations; one summary over all of them."""
-    results, skipped = [], 0
+    """Ingest several conversations; one summary over all of them. Stops at the first stuck queue."""
+    conversations = list(conversations)
+    results, skipped, aborted, not_attempted = [], 0, None, 0
     for conv in conversations:
+        if aborted:
+            not_attempted += len(conv.sessions)
+            continue
         s = ingest_conversation(client, conv, run, **kwargs)
         results += s.results
         skipped += s.skipped
-    return IngestSummary(results, skipped)
+        aborted, not_attempted = s.aborted, not_attempted + s.not_attempted
+    return IngestSummary(results, skipped, aborted, not_attempted)
 
 
 def session_table(run: RunFolder, sample_id: str, mode: str) -> list[dict]:
@@ -192,8 +291,10 @@ def session_table(run: RunFolder, sample_id: str, mode: str) -> list[dict]:
 
 
 # -- verification ----------------------------------------------------------------------------
-def verify(client: WorkerClient, conv: Conversation, top: int = 3) -> dict:
+def verify(client: WorkerClient, conv: Conversation, top: int = 3, query_strategy: str = "question") -> dict:
     """Count the project's observations and probe search with one question of categories 4, 1, 2."""
+    from locomo_kit.qa.retrieval import retrieve
+
     project = adapter.project_name(conv.sample_id)
     obs = client.list_observations(project)
     probes = []
@@ -201,7 +302,7 @@ def verify(client: WorkerClient, conv: Conversation, top: int = 3) -> dict:
         q = next((q for q in questions(conv) if q.category == category), None)
         if q is None:
             continue
-        result = client.search(q.question, project, limit=top)
+        result = retrieve(client, q.question, project, top, query_strategy)
         probes.append({
             "question": q.question, "category": q.category_name, "gold": q.answer,
             "latency_ms": round(result.latency_ms, 1),
@@ -209,6 +310,7 @@ def verify(client: WorkerClient, conv: Conversation, top: int = 3) -> dict:
         })
     return {
         "project": project,
+        "query_strategy": query_strategy,
         "observations": len(obs),
         "samples": [{"id": o.id, "title": o.title, "narrative": (o.narrative or "")[:100]} for o in obs[:10]],
         "probes": probes,

@@ -8,12 +8,16 @@ from typing import Iterator
 from locomo_kit.data_fetch import sha256_file
 from locomo_kit.dataset import Conversation, load_dataset, select
 from locomo_kit.embedded import EmbeddedWorker
-from locomo_kit.ingest import IngestSummary, ingest
+from locomo_kit.ingest import IngestSummary, check_health, ingest, worker_capabilities
 from locomo_kit.paths import default_dataset_path
 from locomo_kit.runs import RunFolder, default_run_id, utc_now
 from locomo_kit.worker_client import WorkerClient
 
 EMBEDDED = "embedded"
+
+
+class IngestFailed(RuntimeError):
+    """Ingestion stopped (a stuck queue, an unreachable Worker) or stored nothing: no result to report."""
 
 
 def load(sample: str, dataset_path: str | None = None) -> tuple[list[Conversation], str]:
@@ -39,7 +43,8 @@ def connect(worker_url: str, run: RunFolder, ready_timeout: float = 120.0) -> It
         client.health()  # raises WorkerUnavailable / WorkerAuthError with a clear message
         health = client.wait_until_ready(timeout=ready_timeout)
         run.update_manifest(worker={"url": client.base_url, "name": health.get("name", "claude-mem"),
-                                    "version": health.get("version"), "settings": health.get("settings")})
+                                    "version": health.get("version"), "settings": health.get("settings"),
+                                    **worker_capabilities(health)})
         yield client
 
 
@@ -50,17 +55,31 @@ def resolve_run(sample: str, mode: str, worker_url: str, run_id: str | None) -> 
 def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
                run_id: str | None = None, force: bool = False, session_timeout: float = 180.0,
                poll_interval: float = 3.0, dataset_path: str | None = None,
-               progress: bool | None = None) -> tuple[RunFolder, IngestSummary]:
+               progress: bool | None = None, consistency_timeout: float = 1200.0,
+               log=print) -> tuple[RunFolder, IngestSummary]:
+    """Ingest, then (when every session went in) wait until the Worker finds what it was given
+    (read-your-writes), recording the wait in the manifest's ``consistency``."""
+    from locomo_kit.adapter import project_name
+    from locomo_kit.consistency import describe, wait_until_consistent
+
     conversations, sha = load(sample, dataset_path)
     run = resolve_run(sample, mode, worker_url, run_id)
     with connect(worker_url, run) as client:
+        check_health(client, mode)
         run.update_manifest(parameters={"sample": sample, "mode": mode, "worker_url": worker_url},
                             dataset={"path": str(dataset_path or default_dataset_path()), "sha256": sha},
                             ingest={"started_at": utc_now()})
         summary = ingest(client, conversations, run, mode=mode, session_timeout=session_timeout,
                          poll_interval=poll_interval, force=force, progress=progress)
         run.update_manifest(ingest={"finished_at": utc_now(), "ingested": len(summary.ingested),
-                                    "failed": len(summary.failed), "skipped": summary.skipped})
+                                    "failed": len(summary.failed), "skipped": summary.skipped,
+                                    "not_attempted": summary.not_attempted, "aborted": summary.aborted,
+                                    "succeeded": summary.succeeded})
+        if summary.succeeded:
+            consistency = wait_until_consistent(client, [project_name(c.sample_id) for c in conversations],
+                                                timeout=consistency_timeout, progress=progress)
+            run.update_manifest(consistency=consistency)
+            log(describe(consistency))
     return run, summary
 
 
@@ -74,10 +93,12 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                run_id: str | None = None, answer_model: str = "auto", top_k: int = 8, source: str = "memory",
                include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
                dataset_path: str | None = None, progress: bool | None = None, llm=None,
-               calls=None, timeout: float | None = None, context_budget: int | None = None):
+               calls=None, timeout: float | None = None, context_budget: int | None = None,
+               query_strategy: str = "question"):
     """Answer every question of ``sample`` (resumable). ``llm`` overrides the model (tests); ``calls``
     (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch, spending;
-    ``context_budget``: tokens of memories per question (``top_k`` then only caps their number)."""
+    ``context_budget``: tokens of memories per question (``top_k`` then only caps their number);
+    ``query_strategy``: how memories are retrieved (see :mod:`locomo_kit.qa.retrieval`)."""
     from locomo_kit.llm import DEFAULT_ANSWER_MODEL, make_llm, resolve_auto
     from locomo_kit.qa.answering import AnswerConfig, QARunner
 
@@ -85,8 +106,10 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     spec = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL) if llm is None else f"{llm.provider}/{llm.model}"
     if llm is None and spec != "extractive":
         llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
+    from locomo_kit.qa.retrieval import LABELS
+
     config = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial,
-                          context_budget=context_budget)
+                          context_budget=context_budget, query_strategy=query_strategy)
     run = resolve_run(sample, mode, worker_url, run_id)
     manifest = {"parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
@@ -94,6 +117,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                            "prompt_version": config.prompt_version,
                            "config_key": config.key(), "include_adversarial": include_adversarial,
                            "server": getattr(llm, "base_url", None), "batch": bool(calls and calls.batch),
+                           "query_strategy": query_strategy if source == "memory" else None,
+                           "retrieval": LABELS[query_strategy] if source == "memory" else "full conversation",
                            "started_at": utc_now()}}
     if source == "memory":
         with connect(worker_url, run) as client:
@@ -175,9 +200,11 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
             dataset_path: str | None = None, progress: bool | None = None, log=print, calibration_size: int = 100,
             judge_base_url: str | None = None, calls=None, timeout: float | None = None,
-            context_budget: int | None = None):
+            context_budget: int | None = None, query_strategy: str = "question", consistency_timeout: float = 1200.0,
+            session_timeout: float = 180.0):
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
-    ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's."""
+    ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's. Ingestion that stopped or
+    stored nothing raises :class:`IngestFailed` before anything is answered or reported."""
     from locomo_kit.llm import make_llm
     from locomo_kit.llm.execute import preflight
 
@@ -187,12 +214,17 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             llm = make_llm(spec, base_url=url, timeout=timeout)
             if calls is None or calls.preflight:
                 preflight(llm)
-    run, ingest_summary = run_ingest(sample, worker_url, mode, run_id, dataset_path=dataset_path, progress=progress)
+    run, ingest_summary = run_ingest(sample, worker_url, mode, run_id, dataset_path=dataset_path, progress=progress,
+                                     consistency_timeout=consistency_timeout, log=log, session_timeout=session_timeout)
     for line in ingest_summary.lines():
         log(line)
+    if ingest_summary.aborted or not (ingest_summary.ingested or ingest_summary.skipped):
+        raise IngestFailed(f"ingestion failed, nothing answered or reported: "
+                           f"{ingest_summary.aborted or 'no session was ingested'} (run folder {run.path})")
     _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
                             dataset_path=dataset_path, progress=progress, calls=calls, timeout=timeout,
-                            concurrency=calls.concurrency if calls else 4, context_budget=context_budget)
+                            concurrency=calls.concurrency if calls else 4, context_budget=context_budget,
+                            query_strategy=query_strategy)
     log(answers.line())
     scores = run_score(run, sample, dataset_path)
     log(f"scored {len(scores)} answers")

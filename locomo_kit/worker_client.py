@@ -32,6 +32,7 @@ import httpx
 
 DEFAULT_URL = "http://127.0.0.1:37777"
 START_HINT = "start it with `python -m memworker --port {port}` (or `claude-mem start`), or pass --worker-url"
+DEFAULT_CWD = "/locomo-kit"  # a non-empty working directory for transcript tool uses
 JSON_STRING_FIELDS = ("facts", "concepts", "files_read", "files_modified", "metadata")
 
 
@@ -127,6 +128,11 @@ class SearchResult:
     observations: list[Observation]
     latency_ms: float
     total: int
+
+
+def _without_none(body: dict) -> dict:
+    """The body without None values: claude-mem's zod schemas reject JSON null for optional fields."""
+    return {k: v for k, v in body.items() if v is not None}
 
 
 def _decode_json_field(value: Any) -> Any:
@@ -265,11 +271,14 @@ class WorkerClient:
         return data
 
     def queue_observation(self, content_session_id: str, tool_name: str, tool_input: Any, tool_response: Any,
-                          tool_use_id: str | None = None, cwd: str | None = None,
+                          tool_use_id: str | None = None, cwd: str = DEFAULT_CWD,
                           platform_source: str = "locomo-kit") -> dict:
-        data = self._request("POST", "/api/sessions/observations", body={
+        """Queue one tool use. ``cwd`` must be a non-empty string (claude-mem logs an empty one as an
+        error); ``tool_use_id`` is omitted when None: claude-mem rejects JSON null for optional strings."""
+        data = self._request("POST", "/api/sessions/observations", body=_without_none({
             "contentSessionId": content_session_id, "tool_name": tool_name, "tool_input": tool_input,
-            "tool_response": tool_response, "tool_use_id": tool_use_id, "cwd": cwd, "platformSource": platform_source})
+            "tool_response": tool_response, "tool_use_id": tool_use_id, "cwd": cwd or DEFAULT_CWD,
+            "platformSource": platform_source}))
         self._expect(data, "status", "/api/sessions/observations")
         return data
 
@@ -318,8 +327,8 @@ class WorkerClient:
         if not isinstance(rows, list):
             raise WorkerProtocolError(f"/api/search: 'observations' is not a list: {str(rows)[:200]!r}")
         obs = [Observation.from_row(r) for r in rows]
-        return SearchResult(query=query, observations=obs, latency_ms=latency,
-                            total=int(data.get("totalResults", len(obs))))
+        # claude-mem's totalResults is the number of rows in this answer, not a total over all pages.
+        return SearchResult(query=query, observations=obs, latency_ms=latency, total=len(obs))
 
     def iter_observations(self, project: str, page_size: int = 100) -> Iterator[Observation]:
         offset = 0
@@ -336,8 +345,11 @@ class WorkerClient:
     def list_observations(self, project: str) -> list[Observation]:
         return list(self.iter_observations(project))
 
-    def save_memory(self, text: str, project: str, title: str | None = None) -> dict:
-        data = self._request("POST", "/api/memory/save", body={"text": text, "title": title, "project": project})
+    def save_memory(self, text: str, project: str, title: str | None = None, metadata: dict | None = None) -> dict:
+        """Store one memory as is. The route's schema is strict (unknown keys and nulls are a 400), so
+        only ``text``, ``title``, ``project`` and ``metadata`` (an object) are sent, and None is omitted."""
+        data = self._request("POST", "/api/memory/save", body=_without_none(
+            {"text": text, "title": title, "project": project, "metadata": metadata}))
         self._expect(data, "id", "/api/memory/save")
         return data
 

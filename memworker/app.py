@@ -16,6 +16,7 @@ import ipaddress
 import json
 import logging
 import os
+import threading
 import time
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -247,6 +248,7 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
         return JSONResponse({"error": "ValidationError", "issues": issues}, status_code=400)
 
     hosts = allowed_hosts(settings)
+    search_slots = threading.BoundedSemaphore(max(1, settings.search_concurrency))
 
     @app.middleware("http")
     async def _gate(request: Request, call_next):
@@ -339,8 +341,9 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
         if type not in ("observations", "all"):
             results = []
         else:
-            results = svc.search(query, clean(project), limit, _epoch_param(dateStart, "dateStart"),
-                                 _epoch_param(dateEnd, "dateEnd"), obs_type, offset, context_budget)
+            since, until = _epoch_param(dateStart, "dateStart"), _epoch_param(dateEnd, "dateEnd")
+            with search_slots:
+                results = svc.search(query, clean(project), limit, since, until, obs_type, offset, context_budget)
         rows = [_row(r, ranked) for r, ranked in results]
         if format == "json":
             return {"observations": rows, "sessions": [], "prompts": [], "totalResults": len(rows), "query": query}

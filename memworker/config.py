@@ -33,6 +33,9 @@ class Settings:
     bm25_b: float = 0.75
     date_weight: float = 0.3  # added for memories whose date the query names ("in May 2023")
     window_weight: float = 0.4  # BM25 weight of the turns 2-3 positions away
+    expand_terms: int = 5  # query expansion: project words nearest each query word (static MiniLM vectors; 0: off)
+    expand_min_sim: float = 0.4
+    expand_weight: float = 0.4
     session_weight: float = 0.6  # BM25 weight of the whole session, added to each of its memories
     span_gap: int = 2  # with a context budget: hits this many turns apart merge into one span
     span_max_turns: int = 5
@@ -45,6 +48,8 @@ class Settings:
     allowed_hosts: str = ""  # extra Host header names to answer (comma-separated); loopback names always
     parent_pid: int = 0  # exit when this process is gone (set by the kit for its embedded Worker)
     header_timeout: float = 10.0  # seconds a client has to send a whole request (headers and body)
+    chunk_memories: int = 64  # memories committed per transaction when a large item is split (rules extractor)
+    search_concurrency: int = 4  # searches served at once; more wait, so that ingestion keeps its share of the CPU
     max_attempts: int = 5  # a queue item that fails this many times is marked failed (a resend re-queues it)
     retry_base_seconds: float = 1.0  # backoff before retrying a failed item or a failing store: base * 2^n, ≤ 60 s
 

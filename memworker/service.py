@@ -80,6 +80,8 @@ class MemoryService:
             ranking=settings.ranking, k1=settings.bm25_k1, b=settings.bm25_b, context_weight=settings.context_weight,
             bm25_weight=settings.bm25_weight, speaker_boost=settings.speaker_boost, date_weight=settings.date_weight,
             window_weight=settings.window_weight, session_weight=settings.session_weight,
+            expand_terms=settings.expand_terms, expand_min_sim=settings.expand_min_sim,
+            expand_weight=settings.expand_weight,
             span_gap=settings.span_gap, span_max_turns=settings.span_max_turns)
         self.static = None  # StaticMiniLM for queries, once the embedder is loaded
         self.indexes = IndexCache()
@@ -90,6 +92,7 @@ class MemoryService:
         self._thread: threading.Thread | None = None
         self.started = time.time()
         self.stalled: str | None = None  # why the queue cannot make progress (storage failing), else None
+        self._prefer_fresh = False  # after a chunk of a split item, let one item not yet started go first
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -130,7 +133,7 @@ class MemoryService:
         last_item = time.monotonic()
         while not self._stop.is_set():
             try:
-                item = self.store.next_pending()
+                item = self.store.next_pending(prefer_fresh=self._prefer_fresh)
                 if item is None:
                     self.stalled, stalls = None, 0
                     if time.monotonic() - last_item >= WARM_AFTER_IDLE_S:
@@ -178,9 +181,16 @@ class MemoryService:
             return
         transcript = parse_transcript(response_text(payload.get("tool_response")))
         drafts = self.extractor.extract(transcript)
-        memories = self._to_memories(drafts, transcript, item["project"], item["content_session_id"],
+        # a large item is committed in chunks, one transaction each, resuming at its recorded progress
+        # (only with a deterministic extractor, which gives the same drafts again after a restart)
+        chunk = max(1, self.settings.chunk_memories)
+        start = int(item.get("progress") or 0) if self.extractor.name == "rules" else 0
+        end = len(drafts) if self.extractor.name != "rules" else min(len(drafts), start + chunk)
+        memories = self._to_memories(drafts[start:end], transcript, item["project"], item["content_session_id"],
                                      item["prompt_number"])
-        self.store.commit_memories(item["id"], memories, self.settings.dedup_threshold)
+        self.store.commit_memories(item["id"], memories, self.settings.dedup_threshold,
+                                   progress=end if end < len(drafts) else None)
+        self._prefer_fresh = end < len(drafts)
 
     def _summary(self, project: str, payload: dict) -> str:
         last = str(payload.get("last_assistant_message") or "")
@@ -193,6 +203,8 @@ class MemoryService:
             return []
         assert self.embedder is not None
         vectors = self.embedder.embed([d.embed_text or d.content for d in drafts])
+        if self.static is not None:  # the static vectors of new words now, not on the first search
+            self.static.ensure(np.concatenate([self.static.piece_ids(d.content) for d in drafts]))
         session_date = t.date.date().isoformat() if t.date else None
         out = []
         for d, vec in zip(drafts, vectors):
@@ -265,8 +277,8 @@ class MemoryService:
         """Static query vectors distilled from the ingestion model (MiniLM only; else None)."""
         from memworker.embed import MiniLMOnnx
 
-        if (self.settings.query_embedder != "static" or self.settings.bm25_weight >= 1
-                or not isinstance(self.embedder, MiniLMOnnx)):
+        uses = self.settings.bm25_weight < 1 or self.settings.expand_terms > 0
+        if self.settings.query_embedder != "static" or not uses or not isinstance(self.embedder, MiniLMOnnx):
             return None
         from memworker.static_embed import StaticMiniLM, cache_path_for
 
@@ -318,7 +330,7 @@ class MemoryService:
         allowed = None
         if since is not None or until is not None or obs_type:
             allowed = set(self.store.project_ids(project, since, until, obs_type))
-        dense = self.params.bm25_weight < 1 and index.static is None
+        dense = self.params.bm25_weight < 1 and not index.dense
         sim, bm, cos = index.similarity(query, self._query_vector(query) if dense else None)
         if self.params.ranking == "seed":
             scores = self._seed_scores(project, index, sim, bm, cos)

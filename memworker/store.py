@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS queue (
     created_at_epoch INTEGER NOT NULL,
     processed_at_epoch INTEGER,
     attempts INTEGER NOT NULL DEFAULT 0,
-    not_before_epoch INTEGER
+    not_before_epoch INTEGER,
+    progress INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS queue_pending ON queue(status, id);
 CREATE UNIQUE INDEX IF NOT EXISTS queue_tool_use ON queue(session_id, tool_use_id) WHERE tool_use_id IS NOT NULL;
@@ -85,6 +86,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS obs_fts USING fts5(body, context, tokenize='p
 MIGRATIONS = (  # columns added since the first schema: (table, column, definition)
     ("queue", "attempts", "INTEGER NOT NULL DEFAULT 0"),
     ("queue", "not_before_epoch", "INTEGER"),
+    ("queue", "progress", "INTEGER NOT NULL DEFAULT 0"),  # memories of a split item already committed
 )
 _STORAGE_MESSAGES = ("disk is full", "disk i/o error", "readonly", "read-only", "unable to open", "locked",
                      "no space", "out of memory")
@@ -153,6 +155,7 @@ class Store:
             self._release_lock()
             raise
         self._vectors: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # project -> (ids, matrix)
+        self._vector_buffers: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}  # project -> (ids, rows, used)
         self._speakers: dict[str, set[str]] = {}
         self.versions: dict[str, int] = {}  # project -> count of writes to its memories (search caches)
 
@@ -301,13 +304,14 @@ class Store:
                             " VALUES (?,?,?,?,?)", (session_id, kind, tool_use_id, json.dumps(payload), now_ms()))
             return int(cur.lastrowid), "queued"
 
-    def next_pending(self) -> dict | None:
-        """The oldest pending item whose retry time has come."""
+    def next_pending(self, prefer_fresh: bool = False) -> dict | None:
+        """The oldest pending item whose retry time has come (``prefer_fresh``: one not yet started first)."""
+        order = "q.progress > 0, q.id" if prefer_fresh else "q.id"
         with self.lock:
             row = self.conn.execute(
                 "SELECT q.*, s.project, s.content_session_id, s.prompt_number FROM queue q "
                 "JOIN sessions s ON s.id = q.session_id WHERE q.status='pending' "
-                "AND (q.not_before_epoch IS NULL OR q.not_before_epoch <= ?) ORDER BY q.id LIMIT 1",
+                f"AND (q.not_before_epoch IS NULL OR q.not_before_epoch <= ?) ORDER BY {order} LIMIT 1",
                 (now_ms(),)).fetchone()
         return dict(row) if row else None
 
@@ -345,20 +349,23 @@ class Store:
             c.execute("UPDATE queue SET status='done', processed_at_epoch=? WHERE id=?", (now_ms(), queue_id))
 
     # -- memories -----------------------------------------------------------------------------
-    def commit_memories(self, queue_id: int | None, memories: list[NewMemory], dedup_threshold: float) -> list[int]:
-        """Insert or merge memories and mark the queue item done, in one transaction.
+    def commit_memories(self, queue_id: int | None, memories: list[NewMemory], dedup_threshold: float,
+                        progress: int | None = None) -> list[int]:
+        """Insert or merge memories and mark the queue item done, in one transaction (with ``progress``:
+        record that many of the item's memories as committed instead; the item stays pending).
 
         A memory whose embedding has cosine ≥ ``dedup_threshold`` with an existing one of the same
         project (or one inserted earlier in this batch) merges into it: reference count +1, source
         turns and facts united. Returns the ids touched.
         """
         try:
-            return self._commit(queue_id, memories, dedup_threshold)
+            return self._commit(queue_id, memories, dedup_threshold, progress)
         except Exception:
             self._vectors.clear()  # the cache may hold rows the rollback removed
             raise
 
-    def _commit(self, queue_id: int | None, memories: list[NewMemory], dedup_threshold: float) -> list[int]:
+    def _commit(self, queue_id: int | None, memories: list[NewMemory], dedup_threshold: float,
+                progress: int | None = None) -> list[int]:
         touched: list[int] = []
         with self._tx() as c:
             if queue_id is not None:
@@ -387,7 +394,9 @@ class Store:
                 touched.append(oid)
             for project in {m.project for m in memories}:
                 self._bump(project)  # under the lock: a search never caches rows older than the version
-            if queue_id is not None:
+            if queue_id is not None and progress is not None:
+                c.execute("UPDATE queue SET progress=? WHERE id=?", (progress, queue_id))
+            elif queue_id is not None:
                 c.execute("UPDATE queue SET status='done', processed_at_epoch=? WHERE id=?", (now_ms(), queue_id))
         return touched
 
@@ -419,10 +428,29 @@ class Store:
         return self._vectors[project]
 
     def _add_vector(self, project: str, oid: int, vec: np.ndarray) -> None:
+        """Append to the project's cached matrix in amortised O(1): rows go into a buffer that doubles
+        when full, and the cache holds views of its filled part (one vstack per memory copied the
+        whole matrix each time: quadratic in a large item)."""
         ids, mat = self._load_vectors(project)
-        vec = vec.astype(np.float32)[None, :]
-        mat = vec if mat.size == 0 else np.vstack([mat, vec])
-        self._vectors[project] = (np.append(ids, oid), mat)
+        vec = vec.astype(np.float32)
+        buf = self._vector_buffers.get(project)
+        n = len(ids)
+        if buf is None or mat.base is not buf[1] or buf[2] != n or buf[1].shape[1] != vec.shape[0]:
+            cap = max(64, 2 * n)
+            id_buf, mat_buf = np.zeros(cap, dtype=np.int64), np.zeros((cap, vec.shape[0]), dtype=np.float32)
+            if n and mat.shape[1] == vec.shape[0]:
+                id_buf[:n], mat_buf[:n] = ids, mat
+            elif n:  # dimensions changed (another embedder): start the cache again
+                self._vectors.pop(project, None)
+                return
+            buf = (id_buf, mat_buf, n)
+        id_buf, mat_buf, n = buf
+        if n == len(id_buf):
+            id_buf = np.concatenate([id_buf, np.zeros(n, dtype=np.int64)])
+            mat_buf = np.vstack([mat_buf, np.zeros_like(mat_buf)])
+        id_buf[n], mat_buf[n] = oid, vec
+        self._vector_buffers[project] = (id_buf, mat_buf, n + 1)
+        self._vectors[project] = (id_buf[:n + 1], mat_buf[:n + 1])
 
     def _nearest(self, project: str, vec: np.ndarray, threshold: float) -> int | None:
         ids, mat = self._load_vectors(project)

@@ -245,3 +245,54 @@ def test_a_database_on_a_read_only_filesystem_is_refused_with_a_message(tmp_path
         out = _run_memworker(fs / "mw.db")
     assert out.returncode == 2, out.stderr[-2000:]
     assert "read-only" in out.stderr.lower() and "Traceback" not in out.stderr
+
+
+# -- 10. one large item -------------------------------------------------------------------------
+def test_a_large_item_is_committed_in_chunks_resumes_where_it_stopped_and_lets_others_through(tmp_path):
+    with memworker_app(tmp_path, chunk_memories=8, retry_base_seconds=0.02) as api:
+        store = api.app.state.service.store
+        real_commit, calls = store.commit_memories, []
+        small_queued = threading.Event()
+
+        def commit(queue_id, memories, threshold, progress=None):
+            if queue_id == 1:  # the large item
+                small_queued.wait(10)  # the small one is queued behind it before its first chunk
+                calls.append((queue_id, len(memories), progress))
+                if len(calls) == 3:
+                    raise DISK_FULL  # its third chunk fails once: it resumes at its recorded progress
+            return real_commit(queue_id, memories, threshold, progress)
+
+        store.commit_memories = commit
+        large = _queue(api, "big", _transcript(1, turns=40), "u-big")
+        small = _queue(api, "small", _transcript(2, turns=2), "u-small")
+        small_queued.set()
+        assert large["queueId"] == 1
+        status = drain(api)
+        assert status["done"] == 2 and status["failed"] == 0
+        chunks = [c for c in calls if c[0] == large["queueId"]]
+        assert len(chunks) == 6 and all(n == 8 for _, n, _ in chunks)  # 40 memories, one chunk tried twice
+        progress = [p for _, _, p in chunks]
+        assert [p for i, p in enumerate(progress) if i == 0 or p != progress[i - 1]] == [8, 16, 24, 32, None]
+        con = sqlite3.connect(store.path)
+        done_at = dict(con.execute("SELECT id, processed_at_epoch FROM queue").fetchall())
+        con.close()
+        assert done_at[small["queueId"]] <= done_at[large["queueId"]]  # not stuck behind the large item
+        _stored_once(Path(store.path), {large["queueId"], small["queueId"]})
+
+
+def test_the_vector_cache_grows_without_copying_and_stays_exact(tmp_path):
+    import numpy as np
+
+    from memworker.store import Store
+
+    store = Store(tmp_path / "v.db")
+    try:
+        rng = np.random.default_rng(0)
+        vectors = rng.normal(size=(300, 16)).astype(np.float32)
+        for i, v in enumerate(vectors):
+            store._add_vector("p", 1000 + i, v)
+        ids, mat = store._vectors["p"]
+        assert ids.tolist() == list(range(1000, 1300)) and np.array_equal(mat, vectors)
+        assert store.dense_candidates("p", vectors[123], 1) == {1123: pytest.approx(float(vectors[123] @ vectors[123]))}
+    finally:
+        store.close()

@@ -129,9 +129,10 @@ def test_claude_mem_standin_and_zero_observation_warning(conv26, capsys):
     silent = create_standin()
     silent.state.data["queue"] = _Sink()  # a generator that drops everything, like claude-mem's code mode
     with serve(silent) as url:
-        assert main(["ingest", "--sample", "conv-26", "--worker-url", url, "--poll-interval", "0.05"]) == 1
+        assert main(["ingest", "--sample", "conv-26", "--worker-url", url, "--poll-interval", "0.05",
+                     "--run-id", "silent"]) == 1
     out = capsys.readouterr().out
-    assert "WARNING: 19 session(s) produced ZERO observations" in out
+    assert "sessions ingested: 0, failed: 19" in out and out.count("stored ZERO observations") == 19
 
 
 class _Sink(list):
@@ -167,7 +168,7 @@ def test_wrong_url_scheme_is_one_line(capsys):
     assert capsys.readouterr().err.startswith("locomo-kit: error:")
 
 
-def test_stuck_worker_queue_fails_sessions_and_the_run_continues(conv26, capsys):
+def test_stuck_worker_queue_stops_ingestion_after_one_timeout(conv26, capsys):
     stuck = create_standin()
     stuck.state.data["queue"] = _Stuck()
     with serve(stuck) as url:
@@ -175,8 +176,8 @@ def test_stuck_worker_queue_fails_sessions_and_the_run_continues(conv26, capsys)
                      "--poll-interval", "0.05"])
     out = capsys.readouterr().out
     assert code == 1
-    assert "sessions ingested: 0, failed: 19" in out
-    assert "FAILED locomo-conv-26-s1: Worker queue not empty after 0 s" in out
+    assert "sessions ingested: 0, failed: 1, already done: 0, not attempted: 18" in out
+    assert "INGESTION STOPPED: locomo-conv-26-s1: Worker queue not empty after 0 s" in out
 
 
 class _Stuck(list):

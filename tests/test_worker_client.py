@@ -171,12 +171,43 @@ def test_against_real_memworker_process(tmp_path):
 def test_against_claude_mem_standin():
     app = create_standin()
     with serve(app) as url, WorkerClient(url, token="tok") as c:
-        assert c.wait_until_ready()["version"] == "13.15.3"
+        assert c.wait_until_ready()["version"] == "13.25.3"
         c.init_session("s1", "proj", "hello")
-        c.queue_observation("s1", "Read", {}, "\n".join(f"A: line {i} about pottery" for i in range(12)))
+        lines = "\n".join(f"[D1:{i}] A: line {i} about pottery" for i in range(12))
+        c.queue_observation("s1", "Read", {}, lines, tool_use_id="t1")
+        c.queue_observation("s1", "Read", {}, lines, tool_use_id="t1")  # a repeat: dropped, still "queued"
         c.wait_for_processing(timeout=10, poll_interval=0.05)
         obs = c.list_observations("proj")
-        assert len(obs) == 3 and obs[0].metadata == {} and isinstance(obs[0].facts, list)
-        assert c.search("pottery", "proj", limit=2).observations[0].project == "proj"
-        assert c.forget_project("proj") == 3  # no project route: deleted one by one
+        assert len(obs) == 12 and obs[0].metadata == {} and isinstance(obs[0].facts, list)
+        hit = c.search("line 3 about", "proj", limit=2)
+        assert [o.narrative for o in hit.observations] == ["[D1:3] A: line 3 about pottery"] and hit.total == 1
+        assert c.search("about line 3", "proj").observations == []  # one phrase, in order
+        saved = c.save_memory("[D2:1] B: a kiln", "proj", metadata={"source_turns": ["D2:1"]})
+        assert c.search("a kiln", "proj").observations[0].source_turns == ["D2:1"]
+        assert saved["id"] and c.forget_project("proj") == 13  # no project route: deleted one by one
         assert c.list_observations("proj") == []
+        raw = httpx.post(f"{url}/api/sessions/observations", json={"contentSessionId": "s1", "tool_name": "Read",
+                                                                  "cwd": None})
+        assert raw.status_code == 400 and raw.json()["issues"][0]["path"] == ["cwd"]
+        with pytest.raises(WorkerValidationError, match="Unrecognized key"):
+            c._request("POST", "/api/memory/save", body={"text": "x", "project": "p", "tags": []})
+
+
+def test_client_never_sends_null(tmp_path):
+    """claude-mem's zod schemas reject JSON null for optional strings: every body omits None."""
+    seen: list[dict] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content or b"{}")
+        seen.append(body)
+        if request.url.path == "/api/memory/save":
+            return httpx.Response(200, json={"success": True, "id": 1, "title": "t", "project": "p"})
+        return httpx.Response(200, json={"status": "queued"})
+
+    with WorkerClient("http://w", token="", transport=httpx.MockTransport(handler)) as c:
+        c.queue_observation("s", "Read", {"file_path": "x"}, "text")
+        c.save_memory("text", "p")
+        c.save_memory("text", "p", title="t", metadata={"source_turns": ["D1:1"]})
+    assert all(None not in b.values() for b in seen)
+    assert seen[0]["cwd"] and "tool_use_id" not in seen[0]
+    assert set(seen[1]) == {"text", "project"} and seen[2]["metadata"] == {"source_turns": ["D1:1"]}

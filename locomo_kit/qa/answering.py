@@ -24,6 +24,7 @@ from locomo_kit.llm.execute import CallSettings, execute
 from locomo_kit.llm.pool import CallOutcome
 from locomo_kit.qa.context import approx_tokens, fit_budget, format_context
 from locomo_kit.qa.extractive import ExtractiveAnswerer
+from locomo_kit.qa.retrieval import retrieve as retrieve_memories
 from locomo_kit.qa.prompts import (
     ANSWER_PROMPT_VERSION,
     ANSWER_SYSTEM,
@@ -47,6 +48,7 @@ class AnswerConfig:
     top_k: int = 8
     include_adversarial: bool = False
     context_budget: int | None = None  # tokens of memories per question; then top_k only caps the count
+    query_strategy: str = "question"  # question | keywords (the kit's fusion: see qa/retrieval.py)
 
     @property
     def prompt_version(self) -> str:
@@ -55,9 +57,12 @@ class AnswerConfig:
         return FULL_CONTEXT_PROMPT_VERSION if self.source == "full-context" else ANSWER_PROMPT_VERSION
 
     def key(self) -> str:
-        parts = [self.source, self.answer_model, self.top_k if self.source == "memory" else None, self.prompt_version]
+        parts: list = [self.source, self.answer_model, self.top_k if self.source == "memory" else None,
+                       self.prompt_version]
         if self.context_budget is not None and self.source == "memory":
             parts.append({"context_budget": self.context_budget})
+        if self.source == "memory" and self.query_strategy != "question":
+            parts.append(self.query_strategy)
         blob = json.dumps(parts)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -82,6 +87,7 @@ class AnswerRecord:
     top_k: int | None
     context_budget: int | None = None
     retrieved: list[dict] = field(default_factory=list)  # id, content, source_turns, score
+    query_strategy: str | None = None  # how memories were retrieved (None: full context)
     memories_used: int = 0
     search_latency_ms: float | None = None
     answer_latency_ms: float = 0.0
@@ -142,14 +148,15 @@ class QARunner:
                             evidence=list(q.evidence), source=c.source, answerer=c.answer_model,
                             answerer_label=self.label, prompt_version=c.prompt_version, config_key=c.key(),
                             top_k=c.top_k if c.source == "memory" else None,
-                            context_budget=c.context_budget if c.source == "memory" else None, **kw)
+                            context_budget=c.context_budget if c.source == "memory" else None,
+                            query_strategy=c.query_strategy if c.source == "memory" else None, **kw)
 
     def _retrieve(self, conv: Conversation, q: Question) -> tuple[list[Observation], float | None, str]:
         if self.config.source == "memory":
             assert self.client is not None
             budget = self.config.context_budget
-            result = self.client.search(q.question, adapter.project_name(conv.sample_id), limit=self.config.top_k,
-                                        context_budget=budget)
+            result = retrieve_memories(self.client, q.question, adapter.project_name(conv.sample_id),
+                                       self.config.top_k, self.config.query_strategy, context_budget=budget)
             memories = fit_budget(result.observations, budget)
             return memories, round(result.latency_ms, 3), format_context(memories)
         return [], None, self._full.setdefault(conv.sample_id, full_context(conv))

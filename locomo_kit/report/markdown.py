@@ -11,6 +11,7 @@ from locomo_kit.data_fetch import AUDIT_COMMIT
 from locomo_kit.report.baselines import FOOTNOTES, LOCOMO_F1, MEM0_F1, MEM0_J, MEM0_LABELLING, MEM0_LATENCY
 from locomo_kit.report.errors import analyse
 from locomo_kit.report.figures import write_figures
+from locomo_kit.report.run_warnings import run_warnings
 from locomo_kit.runs import RunFolder, utc_now
 
 FULL_QUESTIONS = 1540
@@ -49,6 +50,13 @@ def sample_note(summary: dict) -> str:
                 f"10 and {FULL_QUESTIONS}).** Per-category intervals are wide; published numbers are over all ten "
                 "conversations, so differences smaller than the intervals mean nothing.")
     return f"Full benchmark: {convs} conversations, {n14} questions of categories 1-4."
+
+
+def _consistency(c: Any) -> str:
+    if not isinstance(c, dict) or not c.get("probes"):
+        return "not checked"
+    state = "consistent" if c.get("consistent") else f"NOT consistent ({c.get('found')} of {c.get('probes')} found)"
+    return f"{state} after {c.get('seconds')} s ({c.get('probes')} probes)"
 
 
 def pending_banner(run: RunFolder) -> list[str]:
@@ -133,7 +141,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     diag = _by_cat(s["diagnostics"])
     label = s["answerer_label"]
     floor = s["answerer"] == "extractive"
-    lines = [f"# LoCoMo report: {s['run_id']}", ""] + pending_banner(run)
+    lines = [f"# LoCoMo report: {s['run_id']}", ""] + run_warnings(run, conversations) + pending_banner(run)
     coverage = diag.get("overall", {}).get("coverage@8")
     lines += [f"**Summary.** {', '.join(s['samples'])}: {s['questions']} questions answered by {label} from "
               f"{'memories retrieved from ' + str(m.get('worker', {}).get('name', 'the Worker')) if s['source'] == 'memory' else 'the full conversation'}"
@@ -150,6 +158,9 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     facts = [["run id", s["run_id"]], ["worker", f"{worker.get('name', '–')} {worker.get('version') or ''} ({worker.get('url', '–')})"],
              ["ingestion mode", str(m.get("parameters", {}).get("mode", "–"))],
              ["answer source", s["source"]], ["answerer", label], ["top_k", _f(s["top_k"])],
+             ["retrieval", str(m.get("answer", {}).get("retrieval") or "–")],
+             ["semantic search", str(worker.get("semantic_search") or "–")],
+             ["read-your-writes wait", _consistency(m.get("consistency"))],
              ["answer prompt version", s["prompt_version"]],
              ["judge", "; ".join(f"{p}: {jm}, prompt {pv}, {n} runs" for p, jm, pv, n in judges) or "not judged"],
              ["dataset sha256", str(m.get("dataset", {}).get("sha256", "–"))],
