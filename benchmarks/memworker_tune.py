@@ -8,6 +8,7 @@ configuration it prints evidence recall (categories 1-4) of the top 10 single me
 
     .venv/bin/python benchmarks/memworker_tune.py [--db PATH] [--dense]
 
+Query expansion uses static MiniLM vectors (distilled on first use, cached beside the database).
 ``--dense`` adds the configurations with a dense query vector (static per-piece MiniLM, and the
 full MiniLM for reference; slower).
 """
@@ -54,7 +55,8 @@ def configurations(defaults: RetrievalParams, dense: bool) -> dict[str, Retrieva
         "default": d,
         "BM25 body only (k1 1.2, b 0.75)": RetrievalParams(k1=1.2, b=0.75, context_weight=0, bm25_weight=1,
                                                             speaker_boost=0, date_weight=0, window_weight=0,
-                                                            session_weight=0, span_gap=0),
+                                                            session_weight=0, span_gap=0, expand_terms=0),
+        "without query expansion": replace(d, expand_terms=0),
         "without neighbour field": replace(d, context_weight=0),
         "without window field": replace(d, window_weight=0),
         "without session field": replace(d, session_weight=0),
@@ -116,13 +118,11 @@ def main() -> None:
     svc = MemoryService(Settings(db_path=str(db), embedder="hashing"))
     s = Settings()
     defaults = svc.params
-    static = full = None
-    if args.dense:
-        from memworker.embed import MiniLMOnnx
-        from memworker.static_embed import StaticMiniLM
+    from memworker.embed import MiniLMOnnx
+    from memworker.static_embed import StaticMiniLM, cache_path_for
 
-        full = MiniLMOnnx()
-        static = StaticMiniLM(full, str(db) + ".static.npz")
+    full = MiniLMOnnx()
+    static = StaticMiniLM(full, cache_path_for(str(db)))  # query expansion (and the dense term with --dense)
     results = {}
     print(f"{'configuration':<48}" + "".join(f"{split:>30}" for split in SPLITS))
     print(" " * 48 + "      @10  within500 within1000" * len(SPLITS))
@@ -139,7 +139,7 @@ def main() -> None:
                 vector = (lambda q: full.embed([q])[0]) if uses_full else (lambda q: None)
                 qs = [q for q in all_questions(conv) if q.category != 5 and q.evidence]
                 if params.ranking == "seed":
-                    svc.params = params
+                    svc.params, svc.static = params, static
                     measured = evaluate_service(svc, adapter.project_name(conv.sample_id), qs)
                     svc.params = defaults
                 else:
@@ -150,8 +150,7 @@ def main() -> None:
         results[name] = {"params": asdict(params), **row}
         print(f"{name:<48}" + "".join(f"{r['@10']:>9.3f}{r['within500']:>11.3f}{r['within1000']:>10.3f}"
                                       for r in row.values()), flush=True)
-    if static is not None:
-        static.save()
+    static.save()
     svc.store.close()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

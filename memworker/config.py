@@ -33,6 +33,9 @@ class Settings:
     bm25_b: float = 0.75
     date_weight: float = 0.3  # added for memories whose date the query names ("in May 2023")
     window_weight: float = 0.4  # BM25 weight of the turns 2-3 positions away
+    expand_terms: int = 5  # query expansion: project words nearest each query word (static MiniLM vectors; 0: off)
+    expand_min_sim: float = 0.4
+    expand_weight: float = 0.4
     session_weight: float = 0.6  # BM25 weight of the whole session, added to each of its memories
     span_gap: int = 2  # with a context budget: hits this many turns apart merge into one span
     span_max_turns: int = 5

@@ -87,6 +87,9 @@ class RetrievalParams:
     prf_docs: int = 0  # pseudo-relevance feedback: expand the query with terms of the best ``prf_docs``
     prf_terms: int = 10
     prf_weight: float = 0.3
+    expand_terms: int = 5  # static vectors: each query word adds up to this many of the project's words
+    expand_min_sim: float = 0.4  # … whose (centred) static-vector cosine with it is at least this
+    expand_weight: float = 0.4  # … weighted by this times that cosine
     dense_idf: bool = False  # static vectors: weight word pieces by their IDF in the project
     dense_center: bool = False  # static vectors: subtract the project's mean vector
     drop_names: bool = True  # speaker names are matched by speaker_boost, not as words
@@ -254,10 +257,42 @@ class ProjectIndex:
                                          for s in sessions], params.k1, params.b)
         self.static = static
         self.vectors = stored
-        if static is not None and rows and params.bm25_weight < 1:
+        self.dense = static is not None and bool(rows) and params.bm25_weight < 1
+        if self.dense:
             self._static_vectors()
-        elif static is not None:
-            self.static = None  # BM25 alone: no vectors, no query embedding
+        self.expansion = static is not None and bool(rows) and params.expand_terms > 0
+        if self.expansion:
+            self._word_vectors(bodies)
+
+    def _word_vectors(self, bodies: list[str]) -> None:
+        """Static vectors of the project's words (one per stem), centred: the query expansion's vocabulary."""
+        words: dict[str, str] = {}
+        for body in bodies:
+            for w in _WORD.findall(body.lower()):
+                if len(w) >= 3 and not w.isdigit() and w not in STOPWORDS and w not in self.drop:
+                    words.setdefault(_stem(w), w)
+        self.vocab_stems = list(words)
+        mat = np.vstack([self.static.embed_ids(self.static.piece_ids(w)) for w in words.values()]) if words \
+            else np.zeros((0, self.static.dim), dtype=np.float32)
+        self.word_center = mat.mean(axis=0) if len(mat) else np.zeros(self.static.dim, dtype=np.float32)
+        self.word_vectors = _normalise(mat - self.word_center)
+
+    def expand(self, query_words: list[str], known: set[str]) -> dict[str, float]:
+        """The project's words nearest each query word: stem → cosine (expansion terms, not in ``known``)."""
+        p = self.params
+        words = [w for w in query_words if len(w) >= 3 and not w.isdigit()]
+        if not words or not len(self.vocab_stems):
+            return {}
+        q = np.vstack([self.static.embed_ids(self.static.piece_ids(w)) for w in words]) - self.word_center
+        sims = _normalise(q) @ self.word_vectors.T
+        m = min(p.expand_terms, sims.shape[1])
+        out: dict[str, float] = {}
+        for row in sims:
+            for k in np.argpartition(-row, m - 1)[:m]:
+                stem, sim = self.vocab_stems[k], float(row[k])
+                if sim >= p.expand_min_sim and stem not in known:
+                    out[stem] = max(out.get(stem, 0.0), sim)
+        return out
 
     def _static_vectors(self) -> None:
         p, st = self.params, self.static
@@ -274,7 +309,7 @@ class ProjectIndex:
 
     def query_vector(self, query: str) -> np.ndarray | None:
         """The query's static vector in this project's space (None without static vectors)."""
-        if self.static is None:
+        if not self.dense:
             return None
         ids = self.static.piece_ids(query)
         vec = self.static.embed_ids(ids, self.piece_idf[ids] if self.piece_idf is not None else None) - self.center
@@ -284,8 +319,12 @@ class ProjectIndex:
     # -- scoring ------------------------------------------------------------------------------
     def bm25(self, query: str) -> np.ndarray:
         p = self.params
-        qt = set(terms(query, self.drop))
+        words = [w for w in _WORD.findall(query.lower()) if w not in STOPWORDS and w not in self.drop]
+        qt = {_stem(w) for w in words}
         out = self._bm25_terms(qt, 1.0)
+        if self.expansion:
+            for stem, sim in self.expand(words, qt).items():
+                out = out + self._bm25_terms({stem}, p.expand_weight * sim)
         if p.prf_docs and out.max() > 0:
             top = np.argsort(-out)[: p.prf_docs]
             counts: dict[str, float] = {}

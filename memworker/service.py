@@ -80,6 +80,8 @@ class MemoryService:
             ranking=settings.ranking, k1=settings.bm25_k1, b=settings.bm25_b, context_weight=settings.context_weight,
             bm25_weight=settings.bm25_weight, speaker_boost=settings.speaker_boost, date_weight=settings.date_weight,
             window_weight=settings.window_weight, session_weight=settings.session_weight,
+            expand_terms=settings.expand_terms, expand_min_sim=settings.expand_min_sim,
+            expand_weight=settings.expand_weight,
             span_gap=settings.span_gap, span_max_turns=settings.span_max_turns)
         self.static = None  # StaticMiniLM for queries, once the embedder is loaded
         self.indexes = IndexCache()
@@ -201,6 +203,8 @@ class MemoryService:
             return []
         assert self.embedder is not None
         vectors = self.embedder.embed([d.embed_text or d.content for d in drafts])
+        if self.static is not None:  # the static vectors of new words now, not on the first search
+            self.static.ensure(np.concatenate([self.static.piece_ids(d.content) for d in drafts]))
         session_date = t.date.date().isoformat() if t.date else None
         out = []
         for d, vec in zip(drafts, vectors):
@@ -273,8 +277,8 @@ class MemoryService:
         """Static query vectors distilled from the ingestion model (MiniLM only; else None)."""
         from memworker.embed import MiniLMOnnx
 
-        if (self.settings.query_embedder != "static" or self.settings.bm25_weight >= 1
-                or not isinstance(self.embedder, MiniLMOnnx)):
+        uses = self.settings.bm25_weight < 1 or self.settings.expand_terms > 0
+        if self.settings.query_embedder != "static" or not uses or not isinstance(self.embedder, MiniLMOnnx):
             return None
         from memworker.static_embed import StaticMiniLM, cache_path_for
 
@@ -326,7 +330,7 @@ class MemoryService:
         allowed = None
         if since is not None or until is not None or obs_type:
             allowed = set(self.store.project_ids(project, since, until, obs_type))
-        dense = self.params.bm25_weight < 1 and index.static is None
+        dense = self.params.bm25_weight < 1 and not index.dense
         sim, bm, cos = index.similarity(query, self._query_vector(query) if dense else None)
         if self.params.ranking == "seed":
             scores = self._seed_scores(project, index, sim, bm, cos)

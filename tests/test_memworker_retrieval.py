@@ -179,3 +179,18 @@ def test_static_query_vectors_over_http(tmp_path):
         assert rows and "pottery" in rows[0]["narrative"]  # no shared word: the dense term found it
         assert json.loads(rows[0]["metadata"])["cosine"] > 0
     assert (tmp_path / "mw.db.static-minilm-v1.npz").is_file()
+
+
+def test_query_expansion_finds_a_memory_by_a_related_word(tmp_path):
+    with memworker_app(tmp_path, embedder="minilm") as client:
+        ingest(client)
+        index = client.app.state.service.index("p1")
+        assert index.expansion and not index.dense  # the default: BM25 with expansion, no dense term
+        near = index.expand(["kitty"], set())
+        assert near and max(near.values()) >= 0.4
+        rows = search(client, "What pet kitty did Caroline get?", limit=1)
+    assert "kitten" in rows[0]["narrative"]
+    with memworker_app(tmp_path / "off", embedder="minilm", expand_terms=0) as client:
+        ingest(client)
+        assert not client.app.state.service.index("p1").expansion
+        assert "kitten" not in search(client, "What pet kitty did Caroline get?", limit=1)[0]["narrative"]
