@@ -55,9 +55,15 @@ def measure(name: str, sample: str, runs_dir: Path) -> dict:
             started = time.monotonic() - start
             t0 = time.monotonic()
             code = main(["run", "--sample", sample, "--worker-url", w["url"], "--mode", mode,
-                         "--query-strategy", strategy, "--run-id", name])
+                         "--query-strategy", strategy, "--top-k", "8", "--run-id", name])
             wall = time.monotonic() - t0
-    run = runs_dir / "runs" / name
+    return {**summarize(name, sample, runs_dir / "runs" / name), "exit_code": code, "worker_start_s": round(started, 1),
+            "run_wall_s": round(wall, 1), "compressor_calls": comp.kinds()}
+
+
+def summarize(name: str, sample: str, run: Path) -> dict:
+    """The figures of one configuration's run folder."""
+    chroma, mode, strategy = CONFIGS[name]
     manifest = json.loads((run / "manifest.json").read_text())
     sessions = [r for r in _records(run / "ingest.jsonl") if r.get("kind") == "session"]
     answers = _records(run / "answers.jsonl")
@@ -71,7 +77,7 @@ def measure(name: str, sample: str, runs_dir: Path) -> dict:
     cons = manifest.get("consistency", {})
     return {
         "config": name, "chroma": chroma, "mode": mode, "query_strategy": strategy, "sample": sample,
-        "exit_code": code, "worker_start_s": round(started, 1), "run_wall_s": round(wall, 1),
+        "top_k": manifest.get("answer", {}).get("top_k"), "context_budget": manifest.get("answer", {}).get("context_budget"),
         "sessions_ok": sum(r["status"] == "ok" for r in sessions), "sessions": len(sessions),
         "ingest_s": round(sum(r["seconds"] for r in sessions), 1),
         "memories": sum(r["observations"] for r in sessions),
@@ -82,7 +88,6 @@ def measure(name: str, sample: str, runs_dir: Path) -> dict:
         "search_ms_p50": round(statistics.median(lat), 1) if lat else None,
         "search_ms_p95": round(lat[int(0.95 * (len(lat) - 1))], 1) if lat else None,
         "semantic_search": manifest.get("worker", {}).get("semantic_search"),
-        "compressor_calls": comp.kinds(),
     }
 
 
@@ -91,16 +96,22 @@ def main() -> None:
     parser.add_argument("--sample", default="conv-26")
     parser.add_argument("--chroma", action="store_true", help="also measure with Chroma (its setup runs once)")
     parser.add_argument("--only", nargs="*", choices=sorted(CONFIGS), help="configurations to run")
+    parser.add_argument("--from-runs", action="store_true",
+                        help="only summarise the run folders an earlier invocation left (no Worker started)")
     args = parser.parse_args()
     names = args.only or [n for n, (chroma, _, _) in CONFIGS.items() if args.chroma or not chroma]
-    peer("setup", *(["--chroma"] if any(CONFIGS[n][0] for n in names) else []))
     bench = outputs_dir() / "bench"
     runs_dir = bench / "claude-mem-runs"
-    results = [measure(n, args.sample, runs_dir) for n in names]
+    if args.from_runs:
+        results = [summarize(n, args.sample, runs_dir / "runs" / n) for n in names
+                   if (runs_dir / "runs" / n / "scores.jsonl").exists()]
+    else:
+        peer("setup", *(["--chroma"] if any(CONFIGS[n][0] for n in names) else []))
+        results = [measure(n, args.sample, runs_dir) for n in names]
     print(f"{'config':<28} {'exit':>4} {'sess':>6} {'mem':>5} {'ingest s':>8} {'wait s':>7} {'cov@5':>6} "
           f"{'cov@8':>6} {'empty':>6} {'p50 ms':>7} {'p95 ms':>7}")
     for r in results:
-        print(f"{r['config']:<28} {r['exit_code']:>4} {r['sessions_ok']:>3}/{r['sessions']:<2} {r['memories']:>5} "
+        print(f"{r['config']:<28} {r.get('exit_code', '-'):>4} {r['sessions_ok']:>3}/{r['sessions']:<2} {r['memories']:>5} "
               f"{r['ingest_s']:>8} {str(r['consistency_wait_s']):>7} {str(r['coverage@5']):>6} "
               f"{str(r['coverage@8']):>6} {r['empty_retrievals']:>6} {str(r['search_ms_p50']):>7} "
               f"{str(r['search_ms_p95']):>7}")

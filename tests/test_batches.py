@@ -156,7 +156,7 @@ def test_answering_with_batch_makes_one_submission(tmp_path, monkeypatch, capsys
     records = [json.loads(line) for line in (tmp_path / "runs" / "ab" / "answers.jsonl").read_text().splitlines()]
     assert len(records) == 81 and all(r["status"] == "ok" and r["prediction"].startswith("stand-in answer")
                                       for r in records)
-    assert "questions answered: 0, failed: 0, already done: 81" in capsys.readouterr().out
+    assert "answering: all" not in capsys.readouterr().out  # the rerun had no calls to plan or make
 
 
 def test_batch_needs_an_anthropic_model(tmp_path):
