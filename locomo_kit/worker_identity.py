@@ -22,7 +22,9 @@ from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.worker_client import WorkerClient
 
 # settings that say where a Worker runs, not what it answers
-PLACEMENT_SETTINGS = frozenset({"host", "port", "db_path", "token", "llm_api_key", "log_level", "max_body_bytes"})
+PLACEMENT_SETTINGS = frozenset({"host", "port", "db_path", "token", "llm_api_key", "log_level", "max_body_bytes",
+                                "max_query_chars", "parent_pid", "allowed_hosts", "header_timeout", "static_cache",
+                                "search_concurrency", "max_attempts", "retry_base_seconds", "chunk_memories"})
 
 
 class WorkerMismatch(RuntimeError):

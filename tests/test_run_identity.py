@@ -216,3 +216,15 @@ def test_money_is_spent_only_when_asked(monkeypatch, capsys):
     assert inspect.signature(pipeline.run_answer).parameters["answer_model"].default == "extractive"
     assert inspect.signature(pipeline.run_judge).parameters["judge_model"].default is None
     assert inspect.signature(pipeline.run_all).parameters["answer_model"].default == "extractive"
+
+
+def test_where_a_worker_runs_is_not_part_of_its_identity():
+    from locomo_kit.worker_identity import identity_changes, worker_identity
+
+    a = worker_identity("embedded", "http://127.0.0.1:1", {"name": "memworker", "version": "1",
+                        "settings": {"port": 1, "parent_pid": 10, "db_path": "/a", "w_recency": 0.2}})
+    b = worker_identity("embedded", "http://127.0.0.1:2", {"name": "memworker", "version": "1",
+                        "settings": {"port": 2, "parent_pid": 11, "db_path": "/b", "w_recency": 0.2}})
+    assert identity_changes(a, b) == []
+    c = worker_identity("embedded", "x", {"name": "memworker", "version": "1", "settings": {"w_recency": 0.0}})
+    assert identity_changes(a, c) == ["setting w_recency 0.2 → 0.0"]
