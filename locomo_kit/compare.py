@@ -27,6 +27,7 @@ import numpy as np
 from locomo_kit.costs import cost
 from locomo_kit.dataset import CATEGORY_NAMES
 from locomo_kit.runs import RunFolder, runs_root
+from locomo_kit.scoring.aggregate import bootstrap_ci
 from locomo_kit.scoring.judge import SENTINEL
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -168,15 +169,9 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = BO
                      seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> tuple[float, float]:
     """Percentile interval of mean(b − a), resampling question indices jointly."""
     d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    if d.size == 0:
-        return (math.nan, math.nan)
-    if d.size == 1 or np.all(d == d[0]):
+    if d.size and np.all(d == d[0]):
         return (float(d[0]), float(d[0]))
-    rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, d.size, size=(resamples, d.size))].mean(axis=1)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return (float(low), float(high))
+    return bootstrap_ci(d, level=level, resamples=resamples, seed=seed)
 
 
 def minimal_detectable_difference(a: Sequence[float], b: Sequence[float]) -> float:
