@@ -17,6 +17,14 @@ from locomo_kit.embedded import free_port
 BIG = 2**63
 
 
+def seed_session(c: httpx.Client) -> None:
+    """One session of TRANSCRIPT in project p, processed."""
+    c.post("/api/sessions/init", json={"contentSessionId": "s1", "project": "p"})
+    c.post("/api/sessions/observations", json={"contentSessionId": "s1", "tool_name": "Read",
+                                               "tool_response": TRANSCRIPT})
+    drain(c)
+
+
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory):
     """A real memworker process (uvicorn, keep-alive connections), with a small body limit."""
@@ -26,10 +34,7 @@ def worker(tmp_path_factory):
     try:
         wait_ready(url)
         with httpx.Client(base_url=url, timeout=10) as c:
-            c.post("/api/sessions/init", json={"contentSessionId": "s1", "project": "p"})
-            c.post("/api/sessions/observations", json={"contentSessionId": "s1", "tool_name": "Read",
-                                                       "tool_response": TRANSCRIPT})
-            drain(c)
+            seed_session(c)
         yield url, port
     finally:
         stop(proc)
@@ -119,10 +124,7 @@ def test_search_and_reads_work_on_a_full_disk(tmp_path):
         try:
             wait_ready(url)
             with httpx.Client(base_url=url, timeout=10) as c:
-                c.post("/api/sessions/init", json={"contentSessionId": "s1", "project": "p"})
-                c.post("/api/sessions/observations", json={"contentSessionId": "s1", "tool_name": "Read",
-                                                           "tool_response": TRANSCRIPT})
-                drain(c)
+                seed_session(c)
                 filler = fill(fs)
                 for _ in range(3):
                     r = c.get("/api/search", params={"query": "adoption agencies", "project": "p", "format": "json"})
