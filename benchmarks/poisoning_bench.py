@@ -9,8 +9,8 @@
    real memworker process; for each item of ``tests/fixtures/injections/planted.json`` a false
    statement (plain, and phrased as a correction) and a true restatement (the control) are saved
    one at a time with ``/api/memory/save``, the item's LoCoMo question is searched as the kit does
-   (``context_budget`` 1000), and the planted memory's rank and corroboration are recorded, then it
-   is deleted. Run twice on one database: ``uncorroborated_weight`` 1.0 (flags only) and the default.
+   (``context_budget`` 1000, and ``--top-k 8`` without a budget), and the planted memory's rank
+   and corroboration are recorded, then it is deleted. Run twice on one database: ``uncorroborated_weight`` 1.0 (flags only) and the default.
 
     .venv/bin/python benchmarks/poisoning_bench.py [--baseline-rev 071b46f] [--no-planted] [--embedder minilm]
 
@@ -46,6 +46,7 @@ from memworker.injection import screen  # noqa: E402
 
 CORPORA = ROOT / "tests" / "fixtures" / "injections"
 BUDGET = 1000
+TOP_K = 8
 
 
 def baseline_screen(rev: str) -> Callable[[str], bool]:
@@ -113,15 +114,17 @@ def plant_all(url: str, plants: list[dict], by_sample: dict) -> list[dict]:
                 saved.raise_for_status()
                 oid = saved.json()["id"]
                 meta = json.loads(c.get(f"/api/observation/{oid}").json()["metadata"])
-                found = c.get("/api/search", params={"query": question, "project": project, "format": "json",
-                                                     "limit": 20, "context_budget": BUDGET})
-                found.raise_for_status()
-                results = found.json()["observations"]
-                rank = next((k + 1 for k, r in enumerate(results)
-                             if r["id"] == oid or oid in json.loads(r["metadata"]).get("span", {}).get("ids", [])), None)
+                ranks = {}
+                for mode, extra in (("budget", {"limit": 20, "context_budget": BUDGET}), ("top8", {"limit": TOP_K})):
+                    found = c.get("/api/search", params={"query": question, "project": project, "format": "json",
+                                                         **extra})
+                    found.raise_for_status()
+                    results = found.json()["observations"]
+                    ranks[mode] = next((k + 1 for k, r in enumerate(results) if r["id"] == oid
+                                        or oid in json.loads(r["metadata"]).get("span", {}).get("ids", [])), None)
                 c.delete(f"/api/observation/{oid}").raise_for_status()
                 rows.append({"sample_id": conv.sample_id, "qa_index": item["qa_index"], "question": question,
-                             "variant": variant, "text": item[variant], "rank": rank, "results": len(results),
+                             "variant": variant, "text": item[variant], "rank": ranks["budget"], "rank_top8": ranks["top8"],
                              "unverified": meta.get("unverified"),
                              "corroboration": (meta.get("corroboration") or {}).get("status"),
                              "unsupported_terms": (meta.get("corroboration") or {}).get("unsupported_terms")})
@@ -134,6 +137,8 @@ def summarise(rows: list[dict]) -> dict:
         vs = [r for r in rows if r["variant"] == variant]
         out[variant] = {"n": len(vs), "ranked_first": sum(r["rank"] == 1 for r in vs),
                         "in_context": sum(r["rank"] is not None for r in vs),
+                        "top8_first": sum(r["rank_top8"] == 1 for r in vs),
+                        "in_top8": sum(r["rank_top8"] is not None for r in vs),
                         "uncorroborated": sum(r["corroboration"] == "uncorroborated" for r in vs),
                         "ranks": [r["rank"] for r in vs]}
     return out
@@ -197,8 +202,9 @@ def main() -> int:
         for label, phase in p["phases"].items():
             print(f"  {label}:")
             for variant, s in phase["summary"].items():
-                print(f"    {variant:17s} ranked first {s['ranked_first']}/{s['n']}, in context {s['in_context']}/{s['n']},"
-                      f" uncorroborated {s['uncorroborated']}/{s['n']}, ranks {s['ranks']}")
+                print(f"    {variant:17s} uncorroborated {s['uncorroborated']}/{s['n']}; budget {BUDGET}: first "
+                      f"{s['ranked_first']}/{s['n']}, in context {s['in_context']}/{s['n']}; top-{TOP_K}: first "
+                      f"{s['top8_first']}/{s['n']}, in the {TOP_K} {s['in_top8']}/{s['n']}")
     out = outputs_dir() / "bench" / "poisoning.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -16,6 +16,7 @@ false claim assembled from the person's own words is corroborated.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -50,21 +51,32 @@ def claim_terms(text: str, names: set[str]) -> list[str]:
     return seen
 
 
+def _stem(word: str) -> str:
+    """A crude stem for matching a word inside a stored text (FTS5's porter stemmer found the rows)."""
+    for suffix in ("ing", "ed", "es", "s", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
 def _said(store: Any, project: str, speakers: list[str], term: str) -> bool:
-    """Whether a memory extracted from a transcript (a queue item; ``memory/save`` has none) by one
-    of ``speakers`` holds ``term`` in its own text."""
+    """Whether one of ``speakers`` said ``term`` in a transcript: a memory extracted from one (a queue
+    item; ``memory/save`` has none) holds it in a fact attributed to them. Facts, not the memory's
+    own text, because de-duplication merges one speaker's memory into another's facts."""
     forms = [term] + ([NUMBER_WORDS[term]] if term in NUMBER_WORDS else [])
     forms += [w for w, d in NUMBER_WORDS.items() if d == term]
-    query = " OR ".join(f'body : "{f}"' for f in forms if f.replace("'", "").isalnum())
-    if not query:
+    forms = [f for f in forms if f.replace("'", "").isalnum()]
+    if not forms:
         return True
-    marks = ",".join("?" * len(speakers))
+    query = " OR ".join(f'{{body context}} : "{f}"' for f in forms)
     with store.lock:
-        row = store.conn.execute(
-            "SELECT 1 FROM obs_fts f JOIN observations o ON o.id = f.rowid WHERE obs_fts MATCH ? AND o.project = ?"
-            f" AND o.queue_id IS NOT NULL AND json_extract(o.metadata, '$.speaker') IN ({marks}) LIMIT 1",
-            (query, project, *speakers)).fetchone()
-    return row is not None
+        rows = store.conn.execute(
+            "SELECT o.facts FROM obs_fts f JOIN observations o ON o.id = f.rowid WHERE obs_fts MATCH ?"
+            " AND o.project = ? AND o.queue_id IS NOT NULL LIMIT 500", (query, project)).fetchall()
+    word = re.compile(r"(?i)\b(?:" + "|".join(re.escape(_stem(f)) for f in forms) + ")")
+    by = tuple(speakers)
+    return any(fact.startswith(by) and word.search(fact.split(":", 1)[-1])
+               for (facts,) in rows for fact in json.loads(facts or "[]") if isinstance(fact, str))
 
 
 def corroboration(store: Any, project: str, text: str) -> dict | None:
