@@ -53,6 +53,7 @@ class Settings:
     chunk_memories: int = 64  # memories committed per transaction when a large item is split (rules extractor)
     search_concurrency: int = 4  # searches served at once; more wait, so that ingestion keeps its share of the CPU
     max_attempts: int = 5  # a queue item that fails this many times is marked failed (a resend re-queues it)
+    uncorroborated_weight: float = 0.5  # score factor for saved claims the transcripts do not corroborate (provenance.py)
     retry_base_seconds: float = 1.0  # backoff before retrying a failed item or a failing store: base * 2^n, ≤ 60 s
 
     @classmethod
