@@ -391,7 +391,7 @@ class ProjectIndex:
         vectors = self.memory_vectors
         m = min(self.params.feedback_docs, len(sim))
         top = np.argpartition(-sim, m - 1)[:m]
-        weights = sim[top] - sim[top].min() + 1e-3
+        weights = (sim[top] - sim[top].min() + 1e-3).astype(np.float32)  # float32 throughout: no upcast copy
         centroid = weights @ vectors[top]
         cos = vectors @ (centroid / (float(np.linalg.norm(centroid)) or 1.0))
         spread = float(cos.std())
