@@ -83,7 +83,8 @@ class MemoryService:
             bm25_weight=settings.bm25_weight, speaker_boost=settings.speaker_boost, date_weight=settings.date_weight,
             window_weight=settings.window_weight, session_weight=settings.session_weight,
             expand_terms=settings.expand_terms, expand_min_sim=settings.expand_min_sim,
-            expand_weight=settings.expand_weight,
+            expand_weight=settings.expand_weight, feedback_docs=settings.feedback_docs,
+            feedback_weight=settings.feedback_weight,
             span_gap=settings.span_gap, span_max_turns=settings.span_max_turns)
         self.static = None  # StaticMiniLM for queries, once the embedder is loaded
         self.indexes = IndexCache()
@@ -321,7 +322,7 @@ class MemoryService:
         def build(rows: list[dict]) -> ProjectIndex:
             stored = [np.frombuffer(r["embedding"], dtype=np.float32) for r in rows if r["embedding"] is not None]
             matrix = np.vstack(stored) if stored and len(stored) == len(rows) else None
-            return ProjectIndex(rows, self.params, self.static, None if self.static is not None else matrix)
+            return ProjectIndex(rows, self.params, self.static, matrix)
 
         return self.indexes.get(project, self.store, self.params, build)
 
