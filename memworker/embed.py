@@ -56,8 +56,8 @@ class MiniLMOnnx:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
-        # no busy-waiting between operators: spinning threads took CPU from searches and from each other
-        # on a busy machine (about 30% more CPU per text, benchmarks/embed_bench.py); small batches pad less
+        # threads that do not busy-wait between operators, and small batches (less padding): 27% less CPU
+        # per text on a busy machine (benchmarks/embed_bench.py); the vectors are the same
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(model_path), opts,
                                              providers=["CPUExecutionProvider"])
