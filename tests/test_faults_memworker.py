@@ -364,8 +364,13 @@ def test_the_vector_cache_grows_without_copying_and_stays_exact(tmp_path):
     try:
         rng = np.random.default_rng(0)
         vectors = rng.normal(size=(300, 16)).astype(np.float32)
+        copies, previous = 0, None
         for i, v in enumerate(vectors):
             store._add_vector("p", 1000 + i, v)
+            current = store._vectors["p"][1]
+            copies += previous is None or not np.shares_memory(previous, current)
+            previous = current
+        assert copies <= 4  # a new buffer at 64, 128 and 256 rows, not a copy of the matrix per memory
         ids, mat = store._vectors["p"]
         assert ids.tolist() == list(range(1000, 1300)) and np.array_equal(mat, vectors)
         assert store.dense_candidates("p", vectors[123], 1) == {1123: pytest.approx(float(vectors[123] @ vectors[123]))}
