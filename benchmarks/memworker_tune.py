@@ -1,5 +1,6 @@
 """How memworker's retrieval defaults were chosen: each ranking term on and off, on conversations
 0-4 (tuning) and 5-9 (held out), in-process (the same code the HTTP search runs, without HTTP).
+Choose on the tuning split; the held-out split only reports.
 
 Memories come from memworker's own ingestion (rule extractor, MiniLM embeddings) of every
 LoCoMo session, stored once in a database under outputs/bench/ (reused on later runs). For each
@@ -55,18 +56,28 @@ def configurations(defaults: RetrievalParams, dense: bool) -> dict[str, Retrieva
         "default": d,
         "BM25 body only (k1 1.2, b 0.75)": RetrievalParams(k1=1.2, b=0.75, context_weight=0, bm25_weight=1,
                                                             speaker_boost=0, date_weight=0, window_weight=0,
-                                                            session_weight=0, span_gap=0, expand_terms=0),
+                                                            session_weight=0, span_gap=0, expand_terms=0,
+                                                            feedback_docs=0),
         "without query expansion": replace(d, expand_terms=0),
         "without neighbour field": replace(d, context_weight=0),
         "without window field": replace(d, window_weight=0),
         "without session field": replace(d, session_weight=0),
         "without speaker boost": replace(d, speaker_boost=0),
         "without date match": replace(d, date_weight=0),
+        "without dense relevance feedback": replace(d, feedback_docs=0),
+        "dense relevance feedback from 3 memories": replace(d, feedback_docs=3),
+        "dense relevance feedback from 10 memories": replace(d, feedback_docs=10),
+        "dense relevance feedback weight 0.15": replace(d, feedback_weight=0.15),
         "without spans (single turns)": replace(d, span_gap=0),
+        "spans with gap 2 (hits two turns apart merge)": replace(d, span_gap=2),
+        "speaker boost 0.2": replace(d, speaker_boost=0.2),
+        "query expansion weight 0.4": replace(d, expand_weight=0.4),
+        "previous: gap 2, speaker 0.2, expansion 0.4, no feedback": replace(
+            d, span_gap=2, speaker_boost=0.2, expand_weight=0.4, feedback_docs=0),
         "speaker names indexed as words": replace(d, drop_names=False),
         "BM25 k1 1.5": replace(d, k1=1.5),
         "BM25 b 0.5": replace(d, b=0.5),
-        "pseudo-relevance feedback (5 docs, 10 terms)": replace(d, prf_docs=5),
+        "term feedback (BM25 PRF, 5 docs, 10 terms)": replace(d, prf_docs=5),
         "seed formula (--ranking seed)": replace(d, ranking="seed"),
     }
     if dense:
@@ -124,8 +135,8 @@ def main() -> None:
     full = MiniLMOnnx()
     static = StaticMiniLM(full, cache_path_for(str(db)))  # query expansion (and the dense term with --dense)
     results = {}
-    print(f"{'configuration':<48}" + "".join(f"{split:>30}" for split in SPLITS))
-    print(" " * 48 + "      @10  within500 within1000" * len(SPLITS))
+    print(f"{'configuration':<56}" + "".join(f"{split:>30}" for split in SPLITS))
+    print(" " * 56 + "      @10  within500 within1000" * len(SPLITS))
     for name, params in configurations(defaults, args.dense).items():
         row = {}
         for split, positions in SPLITS.items():
@@ -134,7 +145,7 @@ def main() -> None:
                 conv = dataset[pos]
                 _, rows = svc.store.index_rows(adapter.project_name(conv.sample_id))
                 uses_full = name.startswith("+ full")
-                stored = np.vstack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows]) if uses_full else None
+                stored = np.vstack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows])
                 index = ProjectIndex(rows, params, None if uses_full else static, stored)
                 vector = (lambda q: full.embed([q])[0]) if uses_full else (lambda q: None)
                 qs = [q for q in all_questions(conv) if q.category != 5 and q.evidence]
@@ -148,7 +159,7 @@ def main() -> None:
                     figures.setdefault(k, []).extend(v)
             row[split] = {k: round(statistics.mean(v), 4) for k, v in figures.items()}
         results[name] = {"params": asdict(params), **row}
-        print(f"{name:<48}" + "".join(f"{r['@10']:>9.3f}{r['within500']:>11.3f}{r['within1000']:>10.3f}"
+        print(f"{name:<56}" + "".join(f"{r['@10']:>9.3f}{r['within500']:>11.3f}{r['within1000']:>10.3f}"
                                       for r in row.values()), flush=True)
     static.save()
     svc.store.close()

@@ -27,7 +27,7 @@ class Settings:
     floor: float = 0.45  # seed ranking: minimum relevance relative to the best match (0-1)
     bm25_weight: float = 1.0  # share of BM25 in the fused similarity; the rest is cosine (dense query vector)
     context_weight: float = 0.7  # BM25 weight of a memory's neighbouring turns (its own text weighs 1)
-    speaker_boost: float = 0.2  # added to the similarity of memories by the speaker a query names
+    speaker_boost: float = 0.35  # added to the similarity of memories by the speaker a query names
     ranking: str = "relevance"  # relevance (the default) | seed: w_similarity·sim + w_importance·importance·decay + w_recency·recency
     bm25_k1: float = 1.0
     bm25_b: float = 0.75
@@ -35,9 +35,11 @@ class Settings:
     window_weight: float = 0.4  # BM25 weight of the turns 2-3 positions away
     expand_terms: int = 5  # query expansion: project words nearest each query word (static MiniLM vectors; 0: off)
     expand_min_sim: float = 0.4
-    expand_weight: float = 0.4
+    expand_weight: float = 0.6
+    feedback_docs: int = 5  # dense relevance feedback: centroid of the best memories' stored embeddings (0: off)
+    feedback_weight: float = 0.07  # … each memory gains this times the z-score of its cosine with it
     session_weight: float = 0.6  # BM25 weight of the whole session, added to each of its memories
-    span_gap: int = 2  # with a context budget: hits this many turns apart merge into one span
+    span_gap: int = 1  # with a context budget: hits this many turns apart merge into one span
     span_max_turns: int = 5
     query_embedder: str = "static"  # static: per-piece vectors distilled from MiniLM (~1 ms) | full: the ingestion model
     static_cache: str = ""  # file of the distilled vectors (default: beside the database)
@@ -51,6 +53,7 @@ class Settings:
     chunk_memories: int = 64  # memories committed per transaction when a large item is split (rules extractor)
     search_concurrency: int = 4  # searches served at once; more wait, so that ingestion keeps its share of the CPU
     max_attempts: int = 5  # a queue item that fails this many times is marked failed (a resend re-queues it)
+    uncorroborated_weight: float = 0.5  # score factor for saved claims the transcripts do not corroborate (provenance.py)
     retry_base_seconds: float = 1.0  # backoff before retrying a failed item or a failing store: base * 2^n, ≤ 60 s
 
     @classmethod

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from memworker.safety import is_instruction_like
+from memworker.injection import screen
 from memworker.timeparse import fmt_day, resolve_relative
 from memworker.transcript import Transcript, Turn
 
@@ -50,6 +50,7 @@ class MemoryDraft:
     embed_text: str = ""  # what the dense embedding sees (default: content)
     concepts: list[str] = field(default_factory=list)
     instruction_like: bool = False
+    instruction_signals: list[str] = field(default_factory=list)  # see memworker.injection
 
 
 class Extractor(Protocol):
@@ -107,7 +108,8 @@ class RuleExtractor:
             resolutions = resolve_relative(t.text, ref) if ref else []
             notes = "".join(f" ({r.expression} = {r.phrase})" for r in resolutions)
             when = resolutions[0].phrase if resolutions else (fmt_day(ref) if ref else None)
-            instruction = is_instruction_like(t.text)
+            signals = screen(body)
+            instruction = bool(signals)
             mtype = "quote" if instruction else _classify(t.text)
             importance = 0.1 if instruction else _importance(t.text, mtype, bool(resolutions), bool(t.image_caption))
             said = f"{t.speaker} said" if instruction else t.speaker
@@ -126,6 +128,7 @@ class RuleExtractor:
                     embed_text=f"{t.speaker}: {body}",
                     concepts=sorted(set(words), key=words.index)[:8],
                     instruction_like=instruction,
+                    instruction_signals=signals,
                 )
             )
         return drafts
@@ -186,7 +189,10 @@ class LLMExtractor:
                 continue
             words = set(content_words(content))
             best = max(transcript.turns, key=lambda t: len(words & set(content_words(t.text))), default=None)
-            instruction = is_instruction_like(content)
+            # the memory's own words, and the turn it came from (an LLM may paraphrase an instruction away)
+            signals = screen(content)
+            signals += [s for s in (screen(_turn_text(best)) if best else []) if s not in signals]
+            instruction = bool(signals)
             mtype = str(item.get("type", "fact"))
             drafts.append(
                 MemoryDraft(
@@ -199,6 +205,7 @@ class LLMExtractor:
                     event_when=fmt_day(ref) if ref else None,
                     concepts=sorted(words)[:8],
                     instruction_like=instruction,
+                    instruction_signals=signals,
                 )
             )
         return drafts

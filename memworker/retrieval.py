@@ -10,13 +10,19 @@ LoCoMo conversations, see README "memworker retrieval"):
   share of the fused similarity, BM25 normalised by the best match);
 - ``speaker_boost`` for memories by the one conversation speaker a query names;
 - ``date_weight`` for memories whose session date or resolved event date the query names
-  ("in May 2023", "on 7 May 2023", "2022").
+  ("in May 2023", "on 7 May 2023", "2022");
+- dense relevance feedback (``feedback_docs``, ``feedback_weight``): the memories' own ingestion
+  embeddings, no query embedding. The ``feedback_docs`` best memories by the terms above give a
+  centroid (each weighted by how far its score lies above the last of them); every memory gains
+  ``feedback_weight`` times the z-score (over the project) of its cosine with that centroid, so
+  memories like the best hits rise even when they share no word with the question.
 
 ``seed`` ranks with the seed design's ``w1·similarity + w2·importance·decay + w3·recency``
 (:mod:`memworker.ranking`) over the same similarity.
 
 Spans: taking hits best first, a hit within ``span_gap`` turns of a span already chosen in the
-same session joins it (with the memories between), while the span stays within
+same session joins it (with the memories between; with the default gap 1 only adjacent hits
+merge, so a span holds hits only), while the span stays within
 ``span_max_turns`` turns; each span costs its text's tokens (characters / 4, rounded up).
 Packing stops adding once the budget is spent; a span that does not fit is skipped and smaller
 ones after it may still fit.
@@ -77,9 +83,11 @@ class RetrievalParams:
     b: float = 0.75
     context_weight: float = 0.7
     bm25_weight: float = 1.0
-    speaker_boost: float = 0.2
+    speaker_boost: float = 0.35
     date_weight: float = 0.3
-    span_gap: int = 2
+    feedback_docs: int = 5  # dense relevance feedback from the best memories' ingestion embeddings (0: off)
+    feedback_weight: float = 0.07
+    span_gap: int = 1
     span_max_turns: int = 5
     window_weight: float = 0.4  # BM25 weight of the turns two to ``window`` positions away
     window: int = 3
@@ -89,7 +97,7 @@ class RetrievalParams:
     prf_weight: float = 0.3
     expand_terms: int = 5  # static vectors: each query word adds up to this many of the project's words
     expand_min_sim: float = 0.4  # … whose (centred) static-vector cosine with it is at least this
-    expand_weight: float = 0.4  # … weighted by this times that cosine
+    expand_weight: float = 0.6  # … weighted by this times that cosine
     dense_idf: bool = False  # static vectors: weight word pieces by their IDF in the project
     dense_center: bool = False  # static vectors: subtract the project's mean vector
     drop_names: bool = True  # speaker names are matched by speaker_boost, not as words
@@ -194,8 +202,8 @@ class ProjectIndex:
 
     def __init__(self, rows: list[dict], params: RetrievalParams, static=None, stored: np.ndarray | None = None) -> None:
         """``static``: a :class:`memworker.static_embed.StaticMiniLM` for memory and query vectors;
-        without it ``stored`` (the memories' ingestion embeddings) meets a query vector given to
-        :meth:`similarity`."""
+        without it ``stored`` (the memories' ingestion embeddings, one row per memory) meets a query
+        vector given to :meth:`similarity`. ``stored`` also feeds dense relevance feedback."""
         self.params = params
         self.ids = np.array([r["id"] for r in rows], dtype=np.int64)
         self.pos_of = {int(i): k for k, i in enumerate(self.ids)}
@@ -257,6 +265,8 @@ class ProjectIndex:
                                          for s in sessions], params.k1, params.b)
         self.static = static
         self.vectors = stored
+        usable = stored is not None and stored.ndim == 2 and len(stored) == len(rows) > 0
+        self.memory_vectors = _normalise(stored) if usable and params.feedback_docs > 0 else None
         self.dense = static is not None and bool(rows) and params.bm25_weight < 1
         if self.dense:
             self._static_vectors()
@@ -371,7 +381,20 @@ class ProjectIndex:
             wanted = query_months(query)
             if wanted:
                 sim = sim + p.date_weight * np.array([bool(wanted & d.months) for d in self.docs])
+        if self.memory_vectors is not None and p.feedback_weight and float(sim.max()) > 0:
+            sim = sim + p.feedback_weight * self.feedback(sim)
         return sim, bm, cos
+
+    def feedback(self, sim: np.ndarray) -> np.ndarray:
+        """Z-scores of each memory's cosine with the centroid of the best ``feedback_docs`` memories."""
+        vectors = self.memory_vectors
+        m = min(self.params.feedback_docs, len(sim))
+        top = np.argpartition(-sim, m - 1)[:m]
+        weights = sim[top] - sim[top].min() + 1e-3
+        centroid = weights @ vectors[top]
+        cos = vectors @ (centroid / (float(np.linalg.norm(centroid)) or 1.0))
+        spread = float(cos.std())
+        return (cos - cos.mean()) / spread if spread > 0 else np.zeros_like(cos)
 
     # -- spans --------------------------------------------------------------------------------
     def pack(self, order: list[int], scores: np.ndarray, budget: int, limit: int) -> list[Span]:

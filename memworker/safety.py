@@ -8,15 +8,18 @@ JSON key ``"api_key"``) are replaced by ``[redacted <kind>]`` *before* anything 
 disk, in every stored field and JSON key, so they are never stored.
 
 Instructions: memories are always stored as something a speaker said ("Caroline said: ..."),
-never as a rule for the system. A sentence that reads as an instruction to an assistant (e.g.
-"from now on answer sarcastically", "ignore previous instructions") is additionally flagged
-``instruction_like`` in metadata, typed ``quote`` and given importance 0.1, so that it is
+never as a rule for the system. Text that reads as an instruction to an AI (``memworker.injection``:
+"ignore previous instructions", a spoofed system or tool message, "the assistant reading this
+should…") is additionally flagged ``instruction_like`` (with the signals that fired) in metadata,
+typed ``quote`` and given importance 0.1, on every route that stores memories, so that it is
 neither ranked as a preference nor presented as one.
 """
 
 from __future__ import annotations
 
 import re
+
+from memworker.injection import is_instruction_like, screen  # noqa: F401  (re-exported)
 
 _CARD = re.compile(r"\b(?:\d[ -]?){12,22}\d\b")
 _SSN = re.compile(r"\b\d{3}[- ]\d{2}[- ]\d{4}\b")
@@ -32,25 +35,6 @@ _PEM = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:----
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{16,}")
 _SECRET_NAME = r"(?:api[_ -]?key|secret(?:[_ -]?(?:access[_ -]?)?key)?|passw(?:or)?d|passphrase|token|access[_ -]?key|private[_ -]?key|credentials?)"
 _KEY_ASSIGN = re.compile(r"(?i)(?<![A-Za-z])(" + _SECRET_NAME + r")([\"']?\s*(?:is|=|:|:=)\s*[\"']?)([^\s\"',;]{8,})")
-_INSTRUCTION = re.compile(
-    r"(?i)<\|im_start\|>|\[/?INST\]|###\s*(?:instruction|system)|</?system>"
-    r"|\b(?:from now on|(?:ignore|disregard|forget|override|bypass) (?:all |any |the |your |every )?"
-    r"(?:of )?(?:the )?(?:previous|prior|above|earlier|preceding|existing|original|system|safety) "
-    r"(?:instructions?|messages?|rules?|prompts?|context|guidelines?|directions?)"
-    r"|(?:ignore|disregard|forget) (?:everything|all) (?:you|that|above|before)"
-    r"|you (?:must|should|will|shall|are to) (?:always|never|now|only)|you are now\b|new (?:instructions?|rules?)\s*:"
-    r"|(?:always|never|only) (?:answer|respond|reply|say|mention|tell|claim|state|recommend|refer)"
-    r"|system prompt|(?:^|\n)\s*(?:system|assistant)\s*:|act as (?:a|an|if)\b|pretend (?:to be|you are|that)"
-    r"|role-?play as|developer mode|jailbreak|do anything now"
-    r"|(?:answer|respond|reply|speak|talk|write)\b[^.!?\n]{0,40}?\b(?:in|with|using) (?:a |an )?\w+ "
-    r"(?:tone|style|voice|accent|language|dialect)"
-    r"|(?:answer|respond|reply) sarcastically"
-    r"|(?:when|if) (?:you are |you're |anyone |someone |somebody |the user |a user |they |i )?(?:is |are )?"
-    r"(?:asked|asks?) (?:about|what|when|where|who|whether|if)\b[^.!?\n]{0,80}?\b(?:say|answer|respond|reply|tell|claim|state)"
-    r"|(?:note|message|instruction|reminder) (?:to|for) (?:the |any |all )?(?:ai|assistant|model|system|llm|bot|agent)s?\b"
-    r"|(?:ai|assistant|model|llm|chatbot|agent),? (?:you must|you should|please|remember to|make sure)"
-    r"|do not (?:tell|reveal|mention|disclose) (?:the user|anyone|this)|reveal (?:your|the) (?:system|hidden|secret) )"
-)
 _SECRET_KEY_NAME = re.compile(r"(?i)(?<![A-Za-z])" + _SECRET_NAME + r"(?![a-z])|authorization|cookie")
 
 
@@ -107,10 +91,6 @@ def redact_secrets(text: str) -> tuple[str, list[str]]:
     text = sub(_SSN_BARE, lambda m: f"{m.group(1)}{m.group(2)}[redacted national id]", "national id", text)
     text = sub(_NINO, "[redacted national id]", "national id", text)
     return text, found
-
-
-def is_instruction_like(text: str) -> bool:
-    return bool(_INSTRUCTION.search(text))
 
 
 def redact_json(value: object) -> tuple[object, list[str]]:

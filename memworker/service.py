@@ -17,7 +17,9 @@ from memworker.embed import Embedder, make_embedder
 from memworker.extract import Extractor, LLMExtractor, MemoryDraft, RuleExtractor
 from memworker.ranking import Weights, rank
 from memworker.retrieval import Hit, IndexCache, ProjectIndex, RetrievalParams
-from memworker.safety import is_instruction_like, redact_secrets
+from memworker.injection import screen
+from memworker.provenance import corroboration
+from memworker.safety import redact_secrets
 from memworker.store import NewMemory, Store, is_storage_error, now_ms
 from memworker.transcript import Transcript, parse_transcript
 
@@ -82,7 +84,8 @@ class MemoryService:
             bm25_weight=settings.bm25_weight, speaker_boost=settings.speaker_boost, date_weight=settings.date_weight,
             window_weight=settings.window_weight, session_weight=settings.session_weight,
             expand_terms=settings.expand_terms, expand_min_sim=settings.expand_min_sim,
-            expand_weight=settings.expand_weight,
+            expand_weight=settings.expand_weight, feedback_docs=settings.feedback_docs,
+            feedback_weight=settings.feedback_weight,
             span_gap=settings.span_gap, span_max_turns=settings.span_max_turns)
         self.static = None  # StaticMiniLM for queries, once the embedder is loaded
         self.indexes = IndexCache()
@@ -97,6 +100,7 @@ class MemoryService:
         # yet started go first until they have had as many memories' worth of work as that chunk
         self._fresh_credit = 0
         self._drafts_of: dict[int, tuple[str, Transcript, list[MemoryDraft]]] = {}  # split items, between chunks
+        self._uncorroborated: dict[str, tuple[ProjectIndex, np.ndarray]] = {}  # per project: positions in its index
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -253,6 +257,9 @@ class MemoryService:
                 "source_turns": d.source_turns,
                 "reference_count": 1,
                 "instruction_like": d.instruction_like,
+                "instruction_signals": d.instruction_signals,
+                "unverified": False,
+                "provenance": {"route": "observation", "content_session": session_id, "prompt_number": prompt_number},
                 "extractor": self.extractor.name,
                 "embedder": self.embedder.name,
             }
@@ -269,13 +276,17 @@ class MemoryService:
         """Store one memory as is (claude-mem's ``/api/memory/save``), indexed at once.
 
         Screened like extracted memories: an instruction-like text is kept as a ``quote`` with
-        importance 0.1 and flagged ``instruction_like``.
+        importance 0.1 and flagged ``instruction_like``. Marked ``unverified`` (not from a transcript),
+        and, when it names a speaker of the project's transcripts, checked against what they said
+        (``memworker.provenance``): an ``uncorroborated`` claim ranks lower (``uncorroborated_weight``).
         """
         assert self.embedder is not None
         text, _ = redact_secrets(text)
         t = parse_transcript(text)
         turn = t.turns[0] if len(t.turns) == 1 else None
-        instruction = is_instruction_like(text) or bool(title and is_instruction_like(title))
+        signals = screen(text)
+        signals += [x for x in (screen(title) if title else []) if x not in signals]
+        instruction = bool(signals)
         mtype, importance = ("quote", 0.1) if instruction else ("discovery", 0.5)
         meta = {
             "memory_type": mtype,
@@ -287,8 +298,14 @@ class MemoryService:
             "source_turns": [turn.turn_id] if turn and not turn.turn_id.startswith("T") else [],
             "reference_count": 1,
             "instruction_like": instruction,
+            "instruction_signals": signals,
+            "unverified": True,
+            "provenance": {"route": "memory/save"},
             "embedder": self.embedder.name,
         }
+        checked = corroboration(self.store, project, text)
+        if checked is not None:
+            meta["corroboration"] = checked
         vec = self.embedder.embed([text])[0]
         title = title or text.splitlines()[-1][:80]
         mem = NewMemory(project=project, memory_session_id=None, type=mtype, title=title,
@@ -338,7 +355,7 @@ class MemoryService:
         def build(rows: list[dict]) -> ProjectIndex:
             stored = [np.frombuffer(r["embedding"], dtype=np.float32) for r in rows if r["embedding"] is not None]
             matrix = np.vstack(stored) if stored and len(stored) == len(rows) else None
-            return ProjectIndex(rows, self.params, self.static, None if self.static is not None else matrix)
+            return ProjectIndex(rows, self.params, self.static, matrix)
 
         return self.indexes.get(project, self.store, self.params, build)
 
@@ -369,6 +386,7 @@ class MemoryService:
             scores = self._seed_scores(project, index, sim, bm, cos)
         else:
             scores = sim
+        scores = self._weigh_uncorroborated(project, index, scores)
         order = np.argsort(-scores, kind="stable")
         keep = scores[order] > -np.inf
         if allowed is not None:
@@ -398,6 +416,24 @@ class MemoryService:
         if self.params.ranking == "seed":  # only its recency term reads the access times: no write otherwise
             self.store.touch([int(index.ids[k]) for members, _, _, _ in groups for k in members])
         return out
+
+    def _weigh_uncorroborated(self, project: str, index: ProjectIndex, scores: "np.ndarray") -> "np.ndarray":
+        """Scale the positive scores of directly saved claims that the project's transcripts do not
+        corroborate (``memworker.provenance``) by ``uncorroborated_weight``."""
+        weight = self.settings.uncorroborated_weight
+        cached = self._uncorroborated.get(project)
+        if cached is None or cached[0] is not index:
+            flagged = [k for k, r in enumerate(index.rows) if '"uncorroborated"' in (r.get("metadata") or "")
+                       and json.loads(r["metadata"]).get("corroboration", {}).get("status") == "uncorroborated"]
+            cached = (index, np.array(flagged, dtype=np.int64))
+            self._uncorroborated[project] = cached
+        positions = cached[1]
+        if weight == 1.0 or not len(positions):
+            return scores
+        scores = scores.copy()
+        positive = positions[scores[positions] > 0]
+        scores[positive] *= weight
+        return scores
 
     def _seed_scores(self, project: str, index: ProjectIndex, sim, bm, cos) -> "np.ndarray":
         """The seed design's formula over the candidates (BM25 matches and the best cosines)."""

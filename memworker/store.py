@@ -413,6 +413,10 @@ class Store:
         turns = meta.get("source_turns", [])
         meta["source_turns"] = turns + [t for t in mem.metadata.get("source_turns", []) if t not in turns]
         meta["last_merged_at"] = iso(now_ms())
+        if mem.metadata.get("instruction_like"):  # a flag is never lost by merging (memworker.injection)
+            meta["instruction_like"] = True
+            meta["instruction_signals"] = sorted(set(meta.get("instruction_signals", []))
+                                                 | set(mem.metadata.get("instruction_signals", [])))
         facts = json.loads(row["facts"])
         facts += [f for f in mem.facts if f not in facts]
         c.execute("UPDATE observations SET metadata=?, facts=?, importance=? WHERE id=?",

@@ -45,10 +45,12 @@ def api(tmp_path):
         yield client
 
 
-def test_budget_merges_adjacent_hits_into_spans_of_whole_turns(api):
-    rows = search(api, "pottery workshop bowl", context_budget=1000, limit=100)
+def test_budget_merges_adjacent_hits_into_spans_of_whole_turns(tmp_path):
+    with memworker_app(tmp_path, span_gap=2) as client:
+        ingest(client)
+        rows = search(client, "pottery workshop bowl", context_budget=1000, limit=100)
     first = json.loads(rows[0]["metadata"])
-    # D3:2 and D3:4 both match; they are two turns apart, so D3:3 between them joins the span
+    # D3:2 and D3:4 both match; with gap 2 they are close enough, so D3:3 between them joins the span
     assert first["source_turns"][:3] == ["D3:2", "D3:3", "D3:4"]
     assert first["span"]["ids"] and len(first["span"]["ids"]) == len(first["source_turns"])
     assert rows[0]["narrative"].startswith("On 8 May 2023:\nCaroline: I went to a pottery workshop")
@@ -116,17 +118,24 @@ def test_unknown_ranking_is_refused(tmp_path):
             pass
 
 
-def index_of(turns: list[tuple[str, str, str]], **params) -> ProjectIndex:
+def index_of(turns: list[tuple[str, str, str]], stored: np.ndarray | None = None, **params) -> ProjectIndex:
     rows = []
     for i, (turn, speaker, text) in enumerate(turns, 1):
         meta = {"source_turns": [turn], "speaker": speaker, "session_date": "2023-05-08", "event_date": "2023-05-08"}
         rows.append({"id": i, "narrative": f"{speaker} on 8 May 2023: {text}", "body": f"{speaker} on 8 May 2023: {text}",
                      "context": "", "metadata": json.dumps(meta), "importance": 0.5, "embedding": None})
-    return ProjectIndex(rows, RetrievalParams(**params))
+    return ProjectIndex(rows, RetrievalParams(**params), None, stored)
+
+
+def test_default_gap_merges_only_adjacent_hits():
+    # hits D1:1, D1:2 (adjacent: one span) and D1:4: D1:3 between them is no hit and is not added
+    idx = index_of([(f"D1:{n}", "A", f"word{n} filler text") for n in range(1, 6)])
+    spans = idx.pack([0, 1, 3], np.zeros(5), budget=10_000, limit=100)
+    assert [[idx.docs[m].turns[0] for m in s.docs] for s in spans] == [["D1:1", "D1:2"], ["D1:4"]]
 
 
 def test_pack_respects_gap_and_span_length():
-    idx = index_of([(f"D1:{n}", "A", f"word{n} filler text") for n in range(1, 10)])
+    idx = index_of([(f"D1:{n}", "A", f"word{n} filler text") for n in range(1, 10)], span_gap=2)
     scores = np.zeros(9)
     spans = idx.pack([0, 2, 4, 6, 8], scores, budget=10_000, limit=100)
     # gap 2, at most 5 turns: D1:1..D1:5 is one span; D1:7 starts a new one; D1:9 joins it
@@ -186,6 +195,7 @@ def test_query_expansion_finds_a_memory_by_a_related_word(tmp_path):
         ingest(client)
         index = client.app.state.service.index("p1")
         assert index.expansion and not index.dense  # the default: BM25 with expansion, no dense term
+        assert index.memory_vectors is not None and len(index.memory_vectors) == len(index.docs)  # feedback
         near = index.expand(["kitty"], set())
         assert near and max(near.values()) >= 0.4
         rows = search(client, "What pet kitty did Caroline get?", limit=1)
@@ -194,3 +204,35 @@ def test_query_expansion_finds_a_memory_by_a_related_word(tmp_path):
         ingest(client)
         assert not client.app.state.service.index("p1").expansion
         assert "kitten" not in search(client, "What pet kitty did Caroline get?", limit=1)[0]["narrative"]
+
+
+FEEDBACK_TURNS = [("D1:1", "A", "we adopted a puppy from the shelter"),
+                  ("D1:2", "B", "the weather was grey all week"),
+                  ("D1:3", "A", "walks with my new dog every morning"),
+                  ("D1:4", "B", "the tax forms are due soon")]
+
+
+def feedback_vectors() -> np.ndarray:
+    """Stored embeddings: turns 1 and 3 (dogs) close together, the others elsewhere."""
+    return np.array([[1.0, 0.1, 0.0], [0.0, 1.0, 0.2], [0.9, 0.0, 0.3], [0.0, 0.2, 1.0]], dtype=np.float32)
+
+
+def test_dense_feedback_raises_memories_like_the_best_hits():
+    params = dict(speaker_boost=0, date_weight=0, context_weight=0, window_weight=0, session_weight=0, span_gap=0)
+    plain = index_of(FEEDBACK_TURNS, feedback_vectors(), feedback_docs=0, **params)
+    sim, _, _ = plain.similarity("puppy shelter")
+    assert sim[2] == sim[1] == 0  # "walks with my new dog" shares no word with the question
+    fed = index_of(FEEDBACK_TURNS, feedback_vectors(), feedback_docs=1, feedback_weight=0.5, **params)
+    sim, _, _ = fed.similarity("puppy shelter")
+    assert int(np.argmax(sim)) == 0 and sim[2] > sim[1] and sim[2] > sim[3]
+    assert np.allclose(fed.feedback(np.array([1.0, 0, 0, 0])).mean(), 0, atol=1e-6)  # z-scores over the project
+
+
+def test_dense_feedback_needs_stored_vectors_and_a_match():
+    without = index_of(FEEDBACK_TURNS, None, feedback_docs=5)
+    assert without.memory_vectors is None
+    short = index_of(FEEDBACK_TURNS, feedback_vectors()[:2], feedback_docs=5)  # not one per memory: unusable
+    assert short.memory_vectors is None
+    fed = index_of(FEEDBACK_TURNS, feedback_vectors(), feedback_docs=5, feedback_weight=0.5)
+    sim, _, _ = fed.similarity("unrelated query words")
+    assert not sim.any()  # nothing matched: no feedback from arbitrary memories
