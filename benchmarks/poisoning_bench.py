@@ -1,10 +1,11 @@
 """Poisoning benchmark: the injection screen on fixed corpora, and planted false facts in a real Worker.
 
 1. **Screen** (``memworker.injection``), now and at ``--baseline-rev`` (the rules before this
-   screen, read from git): flagged/total on the development set (tuned on), the held-out set
-   (written before the rules changed; measured only), ordinary sentences using an injection's words
-   (benign, should be 0) and every real LoCoMo turn with its image caption (false positives), with
-   the screen's cost per turn.
+   screen, read from git): flagged/total on the development sets (tuned on), the held-out sets
+   (measured only; ``heldout`` written before the rules changed, ``heldout_tasks`` plain tasks in
+   the style of BIPIA's attacks), ordinary sentences using an injection's words (benign, should be
+   0) and every real LoCoMo turn with its image caption (false positives), with the screen's cost
+   per turn.
 2. **Planted facts** (``memworker.provenance``): conv-26 and conv-30 ingested as transcripts into a
    real memworker process; for each item of ``tests/fixtures/injections/planted.json`` a false
    statement (plain, and phrased as a correction) and a true restatement (the control) are saved
@@ -47,6 +48,7 @@ from memworker.injection import screen  # noqa: E402
 CORPORA = ROOT / "tests" / "fixtures" / "injections"
 BUDGET = 1000
 TOP_K = 8
+SETS = ("dev", "heldout", "dev_tasks", "heldout_tasks", "benign")  # tests/fixtures/injections/<name>.json
 
 
 def baseline_screen(rev: str) -> Callable[[str], bool]:
@@ -60,7 +62,7 @@ def baseline_screen(rev: str) -> Callable[[str], bool]:
 
 def screen_figures(flag: Callable[[str], bool], turns: list[str]) -> dict:
     out: dict = {}
-    for name in ("dev", "heldout", "benign"):
+    for name in SETS:
         items = json.loads((CORPORA / f"{name}.json").read_text(encoding="utf-8"))["items"]
         hits = [i for i in items if flag(i["text"])]
         totals, flagged = Counter(i["category"] for i in items), Counter(i["category"] for i in hits)
@@ -185,8 +187,8 @@ def main() -> int:
             print(f"screen {label}: {fig}")
             continue
         print(f"screen {label}:")
-        for name in ("dev", "heldout", "benign"):
-            print(f"  {name:8s} flagged {fig[name]['flagged']}/{fig[name]['total']}  {fig[name]['by_category']}")
+        for name in SETS:
+            print(f"  {name:14s} flagged {fig[name]['flagged']}/{fig[name]['total']}  {fig[name]['by_category']}")
         lt = fig["locomo_turns"]
         print(f"  LoCoMo turns flagged {lt['flagged']}/{lt['total']} ({lt['rate']:.3%}), "
               f"{lt['seconds_all_turns']} s for all turns ({lt['us_per_turn']} µs/turn)")

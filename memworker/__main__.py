@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     from memworker.app import create_app, is_loopback
-    from memworker.httpserver import TimedH11Protocol
+    from memworker.httpserver import TimedHttpToolsProtocol
     from memworker.store import StoreError
 
     args = build_parser().parse_args(argv)
@@ -85,8 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _refuse(str(exc))
     print(f"memworker on http://{settings.host}:{settings.port} db={settings.db_path} "
           f"embedder={settings.embedder} extractor={settings.extractor}", flush=True)
-    TimedH11Protocol.request_timeout = settings.header_timeout
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level, http=TimedH11Protocol,
+    TimedHttpToolsProtocol.request_timeout = settings.header_timeout
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level, http=TimedHttpToolsProtocol,
                 timeout_graceful_shutdown=5)
     return 0
 

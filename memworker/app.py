@@ -122,6 +122,23 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+class Gate:
+    """Pure ASGI middleware: answer ``check(request)``'s refusal instead of the route when it gives one.
+
+    (Starlette's ``@app.middleware("http")`` runs every request through a task and a stream: it cost
+    more than a search.)"""
+
+    def __init__(self, app, check) -> None:
+        self.app, self.check = app, check
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            refusal = self.check(Request(scope))
+            if refusal is not None:
+                return await refusal(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 class CatchAll:
     """Pure ASGI middleware: an unexpected exception becomes a JSON answer, and the keep-alive
     connection stays usable (Starlette's own handler re-raises, which makes the server drop it)."""
@@ -250,8 +267,12 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
     hosts = allowed_hosts(settings)
     search_slots = threading.BoundedSemaphore(max(1, settings.search_concurrency))
 
-    @app.middleware("http")
-    async def _gate(request: Request, call_next):
+    def _authorized(request: Request) -> bool:
+        got = request.headers.get("authorization", "")
+        return hmac.compare_digest(got.encode(), f"Bearer {settings.token}".encode())
+
+    def gate(request: Request) -> JSONResponse | None:
+        """The refusal for a request this Worker must not serve (wrong Host, no token, not ready), or None."""
         path = request.url.path
         if hosts is not None and _host_name(request.headers.get("host", "")) not in hosts:
             return _error(400, "HostNotAllowed", f"Host {request.headers.get('host', '')!r} is not this Worker's "
@@ -260,12 +281,9 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
             return _error(401, "Unauthorized", "Invalid or missing bearer token")
         if path.startswith("/api/") and path not in OPEN_ROUTES and not svc.ready.is_set():
             return _error(503, "Service initializing", "The Worker is loading; poll /api/readiness")
-        return await call_next(request)
+        return None
 
-    def _authorized(request: Request) -> bool:
-        got = request.headers.get("authorization", "")
-        return hmac.compare_digest(got.encode(), f"Bearer {settings.token}".encode())
-
+    app.add_middleware(Gate, check=gate)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(CatchAll, db_path=settings.db_path)
 
@@ -345,10 +363,11 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
             with search_slots:
                 results = svc.search(query, clean(project), limit, since, until, obs_type, offset, context_budget)
         rows = [_row(r, ranked) for r, ranked in results]
-        if format == "json":
-            return {"observations": rows, "sessions": [], "prompts": [], "totalResults": len(rows), "query": query}
+        if format == "json":  # JSONResponse: rows are plain JSON already (FastAPI's encoder costs more than the search)
+            return JSONResponse({"observations": rows, "sessions": [], "prompts": [], "totalResults": len(rows),
+                                 "query": query})
         lines = [f"Found {len(rows)} result(s) for \"{query}\""] + [f"#{r['id']} [{r['type']}] {r['narrative']}" for r in rows]
-        return {"content": [{"type": "text", "text": "\n".join(lines)}]}
+        return JSONResponse({"content": [{"type": "text", "text": "\n".join(lines)}]})
 
     @app.get("/api/observations")
     def list_observations(project: str | None = None, offset: int = Query(0, ge=0, le=MAX_INT),

@@ -8,7 +8,8 @@ fact. ``screen`` names the signals that fired; ``is_instruction_like`` says whet
 The text is first normalised for screening only (the stored text is unchanged): Unicode
 compatibility forms (full-width and mathematical letters), invisible characters (zero-width, soft
 hyphen), Cyrillic and Greek look-alikes inside Latin words, digits used as letters inside words
-(``ign0re``), letters spaced apart (``i g n o r e``) and words joined by ``_ . -``.
+(``ign0re``), letters spaced apart (``i g n o r e``) and words joined by ``_ . -``. Text that decodes
+(base64, hex bytes, reversed, ROT13) to an instruction is flagged ``encoded``.
 
 These are rules: they catch common phrasings in the languages below and miss paraphrases they do not
 anticipate. The figures (development set, held-out set, false positives on real conversations) are
@@ -17,6 +18,9 @@ printed by ``benchmarks/poisoning_bench.py``.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import codecs
 import re
 import unicodedata
 
@@ -52,6 +56,13 @@ def normalise(text: str) -> str:
 _ADDRESSEE = r"(?:ai|a\.i\.|assistant|chat ?bot|bot|llm|language model|gpt\w*|claude|copilot|agent)"
 _RULES = (r"(?:instructions?|directives?|rules|guidance|guidelines|prompts?|context|directions|programming|messages?"
           r"|polic(?:y|ies)|constraints|restrictions|orders|commands|training|system message)")
+
+# "answer" and "from now on / always / only" in Spanish, French, German, Italian, Portuguese, Dutch
+_ANSWER_XX = r"\b(?:respond[ea]s?|responde[rd]?|contest[ae]\w*|r[ée]ponds?|r[ée]pondez|antworte\w*|rispond\w*|antwoord\w*)\b"
+_ALWAYS_XX = (r"\b(?:siempre|solo|solamente|toujours|seulement|uniquement|immer|nur|sempre|soltanto|apenas|altijd|alleen"
+              r"|désormais|dorénavant)\b|\ba partir de (?:ahora|agora)\b|\bdesde ahora\b|\bde ahora en adelante\b"
+              r"|\bà partir de maintenant\b|\bvon nun an\b|\bab (?:jetzt|sofort)\b|\bd'ora in poi\b|\bda ora in poi\b"
+              r"|\bde agora em diante\b|\bvanaf nu\b")
 
 SIGNALS: dict[str, str] = {
     # "ignore / forget / drop … previous instructions", "the instructions above are outdated"
@@ -149,6 +160,9 @@ SIGNALS: dict[str, str] = {
         r"|(?:^|\n)\s*action(?: input)?\s*:\s*\S"
         r"|\b(?:use|call|invoke|run|trigger|execute) (?:the |your )?(?:\w+ )?(?:tool|function|plugin)\b"
         r"|\b(?:curl|wget)\s+(?:-\S+\s+)*(?:https?|ftp)://|\brm\s+-rf\b|\bdrop\s+table\b"
+        r"|\b(?:delete|remove|erase|wipe|rename|move|upload|encrypt) (?:all|every|each)(?: of)? (?:the |my |your |their )?"
+        r"(?:files?|folders?|documents?|emails?|data|memories|records)\b"
+        r"|\bthe user'?s (?:files?|folders?|documents?|downloads|desktop|emails?|inbox|passwords?|account|data|credentials)\b"
     ),
     # asking for data to be shown, sent or encoded somewhere
     "exfiltration": (
@@ -179,7 +193,20 @@ SIGNALS: dict[str, str] = {
         r"|\b(?:in|for|across|apply it in) (?:all|every) (?:future|later|subsequent) (?:sessions?|conversations?|chats?|answers?"
         r"|replies|responses|interactions?)\b"
     ),
-    # the same in other languages (override phrasing and "system prompt")
+    # a task aimed at whoever writes the answer: its output, its audience ("tell the user…")
+    "output directive": (
+        r"\b(?:in|into|to|at the (?:start|end|beginning|top|bottom) of|begin|start|end|translate|convert|rewrite|format)"
+        r" (?:your|each|every|all|all of your) (?:entire |whole |next |final )?(?:answers?|repl(?:y|ies)|responses?|outputs?)\b"
+        r"|\b(?:make sure|ensure) (?:that )?(?:your|the) (?:answer|reply|response|output|summary) (?:says|states|mentions|includes"
+        r"|contains|claims|is)\b|\bthe (?:answer|reply|response|output) (?:must|should|needs to|has to) (?:say|state|mention|"
+        r"include|contain|claim)\b"
+        r"|\b(?:tell|ask|inform|remind|warn|convince|persuade|urge|encourage|let) the (?:user|reader|customer|visitor|human)s?\b"
+        r"|\bstate as (?:a )?fact\b|\bno matter (?:the|what the) question\b|\bregardless of the question\b"
+        r"|\b(?:decode|decipher|decrypt|reverse|unscramble)\b[^.\n]{0,40}\b(?:and|then) (?:do|follow|execute|obey|run|act on)\b"
+        r"|\b(?:run|execute|follow|obey|do) (?:this|it|them) after (?:decoding|deciphering|decrypting|reversing)\b"
+        r"|\bdo what it says\b"
+    ),
+    # the same in other languages (override phrasing, "system prompt", "from now on / always answer")
     "other language": (
         r"\b(?:ignore[zs]?|oublie[zs]?|ne tiens pas compte)\b[^.\n]{0,40}\b(?:instructions?|consignes?|directives?|règles)\b"
         r"|\b(?:prompt|message|invite) (?:du )?système\b"
@@ -197,6 +224,7 @@ SIGNALS: dict[str, str] = {
         r"|(?:忽略|无视|忘记|忘掉|不要理会|無視)[^。\n]{0,20}(?:指令|指示|说明|規則|规则|提示)|系统提示|系統提示"
         r"|(?:指示|命令|ルール|プロンプト)[^。\n]{0,20}(?:無視|忘れ)|システムプロンプト"
         r"|(?:지시|명령|규칙|지침)[^.\n]{0,20}(?:무시|잊어)|시스템 프롬프트"
+        r"|" + _ANSWER_XX + r"(?:\W+\w+){0,3}?\W+(?:" + _ALWAYS_XX + r")|(?:" + _ALWAYS_XX + r")(?:\W+\w+){0,3}?\W+" + _ANSWER_XX
     ),
 }
 # A signal is searched for only in a text holding one of its anchors: a word (whole, for short ones)
@@ -224,8 +252,8 @@ _ANCHORS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "system spoof": (frozenset("sys inst root end user".split()),
                      ("system", "admin", "developer", "assistant", "polic", "<|", "|>", "<<", "##", "im_start",
                       "im_end", "endoftext")),
-    "tool spoof": (frozenset("rm drop name args input".split()),
-                   ("tool", "function", "invoke", "action", "plugin", "curl", "wget", "argument", "parameter")),
+    "tool spoof": (frozenset("rm drop name args input delete remove erase wipe rename move upload encrypt".split()),
+                   ("tool", "function", "invoke", "action", "plugin", "curl", "wget", "argument", "parameter", "user")),
     "exfiltration": (frozenset("send post add put open show list give tell copy print output dump".split()),
                      ("forward", "mail", "upload", "transmit", "leak", "export", "append", "encode", "fetch",
                       "reveal", "display", "disclose", "expose", "repeat", "summari", "include", "embed", "![",
@@ -234,11 +262,15 @@ _ANCHORS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
     "memory rule": (frozenset("add keep note edit".split()),
                     ("remember", "save", "store", "commit", "write", "record", "update", "change", "overwrite",
                      "modify", "future", "later", "subsequent")),
+    "output directive": (frozenset("end tell ask let".split()),
+                         ("answer", "repl", "respons", "output", "summary", "user", "reader", "customer", "visitor",
+                          "human", "fact", "question", "decod", "deciph", "decrypt", "revers", "unscrambl", "what it says")),
     "other language": (frozenset("ne".split()),
                        ("ignor", "oubli", "ne tiens", "systè", "olvid", "descart", "omit", "sistema", "esque",
                         "desconsider", "dimentic", "trascur", "vergiss", "vergessen", "missacht", "system", "negeer",
                         "vergeet", "игнор", "забудь", "не обращай", "систем", "忽略", "无视", "忘", "不要理会",
-                        "無視", "系统", "系統", "ルール", "プロンプト", "指示", "命令", "무시", "잊어", "시스템")),
+                        "無視", "系统", "系統", "ルール", "プロンプト", "指示", "命令", "무시", "잊어", "시스템",
+                        "respond", "contest", "répond", "repond", "antwort", "rispond", "antwoord")),
 }
 _COMPILED = {name: re.compile(pattern) for name, pattern in SIGNALS.items()}
 _WORDS = re.compile(r"[a-z_]+")
@@ -250,8 +282,47 @@ def _signals(low: str) -> list[str]:
             if (not words.isdisjoint(_ANCHORS[name][0]) or any(s in low for s in _ANCHORS[name][1])) and rx.search(low)]
 
 
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
+_HEX = re.compile(r"(?:\b[0-9a-fA-F]{2}\b[ ,:]?){8,}")
+_COMMON = frozenset("the and a to of is in it you that i for on with was my this be are so have we me your do what "
+                    "not but just all at he she they his her".split())
+
+
+def _readable(data: bytes) -> str | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if " " in text and all(c.isprintable() or c.isspace() for c in text) else None
+
+
+def decodings(text: str) -> list[str]:
+    """What ``text`` may hide: base64 and hex runs decoded, and, for a text that is not plain language
+    (almost none of its words are common English ones), the text reversed and ROT13-decoded."""
+    out: list[str] = []
+    tokens = text.split()
+    long_token = any(len(t) >= 16 for t in tokens)
+    for m in _BASE64.finditer(text) if long_token else ():
+        chunk = m.group(0)
+        try:
+            decoded = _readable(base64.b64decode(chunk + "=" * (-len(chunk) % 4), validate=True))
+        except (binascii.Error, ValueError):
+            decoded = None
+        if decoded:
+            out.append(decoded)
+    for m in _HEX.finditer(text) if sum(len(t) <= 3 for t in tokens) >= 8 else ():
+        decoded = _readable(bytes.fromhex(re.sub(r"[^0-9a-fA-F]", "", m.group(0))))
+        if decoded:
+            out.append(decoded)
+    words = re.findall(r"[a-z]+", text.lower())
+    if len(words) >= 4 and sum(w in _COMMON for w in words) < 0.15 * len(words):
+        out += [text[::-1], codecs.encode(text, "rot13")]
+    return out
+
+
 def screen(text: str) -> list[str]:
-    """The names of the injection signals found in ``text`` (empty: none)."""
+    """The names of the injection signals found in ``text``, or in what it decodes to (then with
+    ``encoded`` first); empty: none."""
     if not text:
         return []
     norm = normalise(text).lower()
@@ -259,6 +330,11 @@ def screen(text: str) -> list[str]:
     raw = text.lower()
     if raw != norm:
         found += [s for s in _signals(raw) if s not in found]
+    if not found:
+        for hidden in decodings(text):
+            inner = _signals(normalise(hidden).lower())
+            if inner:
+                return ["encoded"] + inner
     return found
 
 

@@ -282,6 +282,7 @@ class ProjectIndex:
                 if len(w) >= 3 and not w.isdigit() and w not in STOPWORDS and w not in self.drop:
                     words.setdefault(_stem(w), w)
         self.vocab_stems = list(words)
+        self._neighbour_cache: dict[str, tuple[tuple[str, float], ...]] = {}
         mat = np.vstack([self.static.embed_ids(self.static.piece_ids(w)) for w in words.values()]) if words \
             else np.zeros((0, self.static.dim), dtype=np.float32)
         self.word_center = mat.mean(axis=0) if len(mat) else np.zeros(self.static.dim, dtype=np.float32)
@@ -289,20 +290,29 @@ class ProjectIndex:
 
     def expand(self, query_words: list[str], known: set[str]) -> dict[str, float]:
         """The project's words nearest each query word: stem → cosine (expansion terms, not in ``known``)."""
-        p = self.params
-        words = [w for w in query_words if len(w) >= 3 and not w.isdigit()]
-        if not words or not len(self.vocab_stems):
-            return {}
-        q = np.vstack([self.static.embed_ids(self.static.piece_ids(w)) for w in words]) - self.word_center
-        sims = _normalise(q) @ self.word_vectors.T
-        m = min(p.expand_terms, sims.shape[1])
         out: dict[str, float] = {}
-        for row in sims:
-            for k in np.argpartition(-row, m - 1)[:m]:
-                stem, sim = self.vocab_stems[k], float(row[k])
-                if sim >= p.expand_min_sim and stem not in known:
-                    out[stem] = max(out.get(stem, 0.0), sim)
+        for w in query_words:
+            if len(w) >= 3 and not w.isdigit():
+                for stem, sim in self._neighbours(w):
+                    if stem not in known:
+                        out[stem] = max(out.get(stem, 0.0), sim)
         return out
+
+    def _neighbours(self, word: str) -> tuple[tuple[str, float], ...]:
+        """The project's words within ``expand_min_sim`` of ``word``, best ``expand_terms`` (cached per word)."""
+        hit = self._neighbour_cache.get(word)
+        if hit is None:
+            hit = ()
+            if len(self.vocab_stems):
+                p = self.params
+                sims = self.word_vectors @ _normalise((self.static.embed_ids(self.static.piece_ids(word))
+                                                       - self.word_center)[None, :])[0]
+                m = min(p.expand_terms, len(sims))
+                hit = tuple((self.vocab_stems[k], float(sims[k])) for k in np.argpartition(-sims, m - 1)[:m]
+                            if sims[k] >= p.expand_min_sim)
+            if len(self._neighbour_cache) < 50_000:
+                self._neighbour_cache[word] = hit
+        return hit
 
     def _static_vectors(self) -> None:
         p, st = self.params, self.static
