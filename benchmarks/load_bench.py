@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sqlite3
 import tempfile
@@ -114,6 +115,7 @@ def send_large(url: str, transcript: str, out: dict) -> None:
 
 def measure(n_clients: int, seconds: float, embedder: str, search_share: float, conversations, drain_limit: float,
             large_kb: int = 0) -> dict:
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "mw.db"
         with EmbeddedWorker(db, embedder=embedder) as url:
@@ -170,6 +172,7 @@ def measure(n_clients: int, seconds: float, embedder: str, search_share: float, 
         "stored_within_window": within,
         "ingestion_lag_s": {"p50": _pct(lags, 50), "p95": _pct(lags, 95), "max": round(max(lags), 1) if lags else None},
         "drain_s": round(drain_s, 1), "final_status": final, "started_at": start, "large_item": large,
+        "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
 
 
@@ -198,6 +201,7 @@ def main() -> None:
               f"{search_lat:>24} {r['errors']:>6} {r['acknowledged']:>5} {r['lost']:>4} "
               f"{r['still_queued_at_drain_limit']:>6} {r['duplicated']:>3} "
               f"{r['stored_within_window']:>9} {lags:>18} {r['drain_s']:>7}")
+        print(f"{'':>7} load average {r['load_average'][0]} → {r['load_average'][1]} on {os.cpu_count()} CPUs")
         if r["large_item"]:
             big = r["large_item"]
             print(f"{'':>7} one {big.get('bytes', 0) // 1024} KB observation: acknowledged in "

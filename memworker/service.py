@@ -25,7 +25,8 @@ from memworker.transcript import Transcript, parse_transcript
 
 log = logging.getLogger("memworker")
 CANDIDATES = 100
-WARM_AFTER_IDLE_S = 2.0  # rebuild stale search indexes once the queue has been idle this long
+WARM_AFTER_IDLE_S = 2.0
+KEEP_SPLIT_ITEMS = 4  # split items whose drafts are kept between their chunks  # rebuild stale search indexes once the queue has been idle this long
 
 
 def _epoch(iso_date: str | None) -> int | None:
@@ -95,7 +96,10 @@ class MemoryService:
         self._thread: threading.Thread | None = None
         self.started = time.time()
         self.stalled: str | None = None  # why the queue cannot make progress (storage failing), else None
-        self._prefer_fresh = False  # after a chunk of a split item, let one item not yet started go first
+        # fairness between a split (large) item and the rest: after a chunk of a split item, items not
+        # yet started go first until they have had as many memories' worth of work as that chunk
+        self._fresh_credit = 0
+        self._drafts_of: dict[int, tuple[str, Transcript, list[MemoryDraft]]] = {}  # split items, between chunks
         self._uncorroborated: dict[str, tuple[ProjectIndex, np.ndarray]] = {}  # per project: positions in its index
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -137,7 +141,7 @@ class MemoryService:
         last_item = time.monotonic()
         while not self._stop.is_set():
             try:
-                item = self.store.next_pending(prefer_fresh=self._prefer_fresh)
+                item = self.store.next_pending(prefer_fresh=self._fresh_credit > 0)
                 if item is None:
                     self.stalled, stalls = None, 0
                     if time.monotonic() - last_item >= WARM_AFTER_IDLE_S:
@@ -179,22 +183,51 @@ class MemoryService:
 
     # -- processing ---------------------------------------------------------------------------
     def _process(self, item: dict) -> None:
-        payload = json.loads(item["payload"])
+        """One step of an item: all of it, or one chunk of ``chunk_memories`` memories of a large one.
+
+        A large item is committed in chunks, one transaction each, resuming at its recorded progress
+        (only with a deterministic extractor, which gives the same drafts again after a restart); its
+        drafts are kept between chunks, so a chunk costs its own memories' work, not the whole item's
+        parsing and extraction again.
+        """
         if item["kind"] == "summarize":
-            self.store.finish_summary(item["id"], item["session_id"], self._summary(item["project"], payload))
+            self.store.finish_summary(item["id"], item["session_id"], self._summary(item["project"],
+                                                                                     json.loads(item["payload"])))
+            self._account(started=False, split=False, memories=1)
             return
-        transcript = parse_transcript(response_text(payload.get("tool_response")))
-        drafts = self.extractor.extract(transcript)
-        # a large item is committed in chunks, one transaction each, resuming at its recorded progress
-        # (only with a deterministic extractor, which gives the same drafts again after a restart)
+        transcript, drafts = self._drafts(item)
         chunk = max(1, self.settings.chunk_memories)
         start = int(item.get("progress") or 0) if self.extractor.name == "rules" else 0
         end = len(drafts) if self.extractor.name != "rules" else min(len(drafts), start + chunk)
         memories = self._to_memories(drafts[start:end], transcript, item["project"], item["content_session_id"],
                                      item["prompt_number"])
+        split = end < len(drafts)
         self.store.commit_memories(item["id"], memories, self.settings.dedup_threshold,
-                                   progress=end if end < len(drafts) else None)
-        self._prefer_fresh = end < len(drafts)
+                                   progress=end if split else None)
+        if not split:
+            self._drafts_of.pop(item["id"], None)
+        self._account(started=start > 0, split=split, memories=end - start)
+
+    def _drafts(self, item: dict) -> tuple[Transcript, list[MemoryDraft]]:
+        """The item's transcript and drafts (kept for the next chunk while the item is split)."""
+        kept = self._drafts_of.get(item["id"])
+        if kept is not None and kept[0] == item["payload"]:
+            return kept[1], kept[2]
+        payload = json.loads(item["payload"])
+        transcript = parse_transcript(response_text(payload.get("tool_response")))
+        drafts = self.extractor.extract(transcript)
+        while len(self._drafts_of) >= KEEP_SPLIT_ITEMS:
+            self._drafts_of.pop(next(iter(self._drafts_of)))
+        self._drafts_of[item["id"]] = (item["payload"], transcript, drafts)
+        return transcript, drafts
+
+    def _account(self, started: bool, split: bool, memories: int) -> None:
+        """Work credit of items not yet started: a chunk of a split item earns them its memories (at most
+        one chunk's worth); an item done in one step spends its own (at least 1)."""
+        if started or split:
+            self._fresh_credit = min(max(1, self.settings.chunk_memories), self._fresh_credit + memories)
+        else:
+            self._fresh_credit = max(0, self._fresh_credit - max(1, memories))
 
     def _summary(self, project: str, payload: dict) -> str:
         last = str(payload.get("last_assistant_message") or "")

@@ -372,8 +372,11 @@ class Store:
                 done = c.execute("SELECT status FROM queue WHERE id=?", (queue_id,)).fetchone()
                 if done is None or done["status"] != "pending":
                     return []
-            for mem in memories:
-                target = self._nearest(mem.project, mem.embedding, dedup_threshold) if dedup_threshold <= 1 else None
+            targets = self._nearest_many(memories, dedup_threshold) if dedup_threshold <= 1 else {}
+            for k, mem in enumerate(memories):
+                target = targets.get(k)
+                if target is None and dedup_threshold <= 1 and k in targets:  # after an insert of this batch
+                    target = self._nearest(mem.project, mem.embedding, dedup_threshold)
                 if target is not None:
                     self._merge(c, target, mem)
                     touched.append(target)
@@ -455,6 +458,37 @@ class Store:
         id_buf[n], mat_buf[n] = oid, vec
         self._vector_buffers[project] = (id_buf, mat_buf, n + 1)
         self._vectors[project] = (id_buf[:n + 1], mat_buf[:n + 1])
+
+    def _nearest_many(self, memories: list[NewMemory], threshold: float) -> dict[int, int | None]:
+        """For each memory (by position), the stored memory it would merge into, from one matrix product
+        per project over the memories stored before this batch: ``{k: id}`` for a merge, ``{k: None}``
+        where the answer depends on memories this batch inserts before it (those are checked one by
+        one), absent where it merges into nothing."""
+        out: dict[int, int | None] = {}
+        by_project: dict[str, list[int]] = {}
+        for k, mem in enumerate(memories):
+            by_project.setdefault(mem.project, []).append(k)
+        for project, ks in by_project.items():
+            ids, mat = self._load_vectors(project)
+            dims = {memories[k].embedding.shape[0] for k in ks}
+            if len(dims) != 1 or (mat.size and mat.shape[1] != next(iter(dims))):
+                out.update({k: None for k in ks})  # mixed dimensions: one by one
+                continue
+            batch = np.vstack([memories[k].embedding.astype(np.float32) for k in ks])
+            best_id: list[int | None] = [None] * len(ks)
+            best = np.full(len(ks), -np.inf, dtype=np.float32)
+            if mat.size:
+                sims = batch @ mat.T
+                arg = np.argmax(sims, axis=1)
+                best = sims[np.arange(len(ks)), arg]
+                best_id = [int(ids[a]) for a in arg]
+            within = batch @ batch.T  # an earlier memory of the batch may be inserted and become a target
+            for j, k in enumerate(ks):
+                if j and float(within[j, :j].max()) >= threshold and float(within[j, :j].max()) >= best[j]:
+                    out[k] = None
+                elif best[j] >= threshold:
+                    out[k] = best_id[j]
+        return out
 
     def _nearest(self, project: str, vec: np.ndarray, threshold: float) -> int | None:
         ids, mat = self._load_vectors(project)

@@ -110,3 +110,76 @@ def processes_using(path: Path) -> list[int]:
         if str(path) in cmdline and alive(int(entry.name)):
             pids.append(int(entry.name))
     return pids
+
+
+class SyncTrace:
+    """The fsync and fdatasync calls of this process (every thread), with the file of each: ``strace
+    -f -y`` attached to the test process. Skips the test where strace is missing or cannot attach.
+
+    ``with SyncTrace(tmp_path) as t: op(); t.mark(); op(); t.mark()`` — each ``mark()`` fsyncs a
+    marker file, which cuts the trace; ``t.intervals()`` lists the files synced before each mark.
+    """
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.log = tmp_path / "strace.log"
+        self.marker = tmp_path / "strace.marker"  # the test's marks
+        self.barrier = tmp_path / "strace.barrier"  # attached / all traced: strace has written this far
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "SyncTrace":
+        import shutil
+
+        if not shutil.which("strace"):
+            pytest.skip("strace is not installed (apt-get install strace): the fsync count needs it")
+        self._marker = os.open(self.marker, os.O_WRONLY | os.O_CREAT)
+        self._barrier = os.open(self.barrier, os.O_WRONLY | os.O_CREAT)
+        self.proc = subprocess.Popen(["strace", "-f", "-y", "-qq", "-e", "trace=fsync,fdatasync", "-o",
+                                      str(self.log), "-p", str(os.getpid())], stderr=subprocess.PIPE)
+        try:
+            self._wait_barrier(0)
+        except AssertionError:
+            self._stop()
+            err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+            pytest.skip(f"strace cannot attach to the test process here: {err.strip()[:300] or 'no trace'}")
+        return self
+
+    def _text(self) -> str:
+        return self.log.read_text() if self.log.exists() else ""
+
+    def _wait_barrier(self, seen: int) -> None:
+        def passed() -> bool:
+            os.fsync(self._barrier)
+            return self._text().count(str(self.barrier)) > seen
+
+        wait_until(passed, timeout=10, interval=0.05)
+
+    def mark(self) -> None:
+        os.fsync(self._marker)
+
+    def _stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._wait_barrier(self._text().count(str(self.barrier)))
+        finally:
+            self._stop()
+            os.close(self._marker)
+            os.close(self._barrier)
+
+    def intervals(self) -> list[list[str]]:
+        """For each mark, the files synced since the previous mark (or since strace attached)."""
+        import re
+
+        out: list[list[str]] = [[]]
+        for line in self._text().splitlines():
+            m = re.search(r"\b(?:fsync|fdatasync)\(\d+<([^>]*)>", line)
+            if not m or "resumed>" in line or m.group(1) == str(self.barrier):
+                continue
+            if m.group(1) == str(self.marker):
+                out.append([])
+            else:
+                out[-1].append(m.group(1))
+        return out[:-1]

@@ -280,6 +280,81 @@ def test_a_large_item_is_committed_in_chunks_resumes_where_it_stopped_and_lets_o
         _stored_once(Path(store.path), {large["queueId"], small["queueId"]})
 
 
+def test_a_large_item_is_extracted_once_and_small_items_wait_for_at_most_one_of_its_chunks(tmp_path):
+    """Bounded work per step: a chunk of a split item costs its own memories (the transcript is not
+    parsed and extracted again per chunk), and the small items queued behind a large one all go
+    after its first chunk (a chunk's worth of their work), not one small item per chunk."""
+    with memworker_app(tmp_path, chunk_memories=8) as api:
+        svc = api.app.state.service
+        store = svc.store
+        extracted, order = Counter(), []
+        real_extract, real_commit = svc.extractor.extract, store.commit_memories
+        queued = threading.Event()
+
+        def extract(transcript):
+            extracted[transcript.session] += 1
+            return real_extract(transcript)
+
+        def commit(queue_id, memories, threshold, progress=None):
+            queued.wait(10)  # everything is queued before the first step
+            order.append((queue_id, progress))
+            return real_commit(queue_id, memories, threshold, progress)
+
+        svc.extractor.extract, store.commit_memories = extract, commit
+        large = _queue(api, "big", _transcript(1, turns=40), "u-big")
+        small = [_queue(api, f"small{k}", _transcript(k, turns=2), f"u-small{k}")["queueId"] for k in (2, 3, 4)]
+        queued.set()
+        status = drain(api)
+        assert status["done"] == 4 and status["failed"] == 0
+        assert extracted[1] == 1  # five chunks, one extraction
+        steps = [q for q, _ in order]
+        assert steps[0] == large["queueId"] and order[0][1] == 8
+        assert steps[1:4] == small  # 3 small items × 2 memories ≤ one chunk of 8: all before its 2nd chunk
+        assert steps[4:] == [large["queueId"]] * 4
+        _stored_once(Path(store.path), {large["queueId"], *small})
+
+
+def test_a_chunk_deduplicates_like_one_memory_at_a_time(tmp_path):
+    """The batch de-duplication of a chunk (one matrix product) merges exactly the memories the
+    one-by-one rule merges: into stored memories, into memories inserted earlier in the same chunk,
+    and into the nearest of several."""
+    import numpy as np
+
+    from memworker.store import NewMemory, Store
+
+    rng = np.random.default_rng(7)
+
+    def unit(v):
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    base = [unit(rng.normal(size=32)) for _ in range(6)]
+    near = lambda v, eps: unit(v + eps * unit(rng.normal(size=32)))  # noqa: E731
+    stored = base[:3]
+    chunk = [near(base[0], 0.1), base[3], near(base[3], 0.1), near(base[4], 2.0), base[4], near(base[4], 0.05),
+             near(base[1], 0.3), base[5], near(base[2], 0.05)]
+
+    def mem(v, k):
+        return NewMemory(project="p", memory_session_id=None, type="fact", title=f"m{k}", subtitle="", narrative=f"m{k}",
+                         body=f"m{k}", context="", facts=[f"m{k}"], concepts=[], metadata={"source_turns": [f"D1:{k}"]},
+                         importance=0.5, event_epoch=None, embedding=v)
+
+    outcomes = []
+    for batched in (True, False):
+        store = Store(tmp_path / f"d{batched}.db")
+        try:
+            first = store.commit_memories(None, [mem(v, k) for k, v in enumerate(stored)], 0.85)
+            if batched:
+                touched = store.commit_memories(None, [mem(v, 10 + k) for k, v in enumerate(chunk)], 0.85)
+            else:
+                touched = [i for k, v in enumerate(chunk) for i in store.commit_memories(None, [mem(v, 10 + k)], 0.85)]
+            outcomes.append(([first.index(t) if t in first else f"new{touched.index(t)}" for t in touched],
+                             store.stats()["observations"]))
+        finally:
+            store.close()
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0][0] == 0 and outcomes[0][0][2] == "new1"  # into a stored one; into one of the chunk
+
+
 def test_the_vector_cache_grows_without_copying_and_stays_exact(tmp_path):
     import numpy as np
 
@@ -289,8 +364,13 @@ def test_the_vector_cache_grows_without_copying_and_stays_exact(tmp_path):
     try:
         rng = np.random.default_rng(0)
         vectors = rng.normal(size=(300, 16)).astype(np.float32)
+        copies, previous = 0, None
         for i, v in enumerate(vectors):
             store._add_vector("p", 1000 + i, v)
+            current = store._vectors["p"][1]
+            copies += previous is None or not np.shares_memory(previous, current)
+            previous = current
+        assert copies <= 4  # a new buffer at 64, 128 and 256 rows, not a copy of the matrix per memory
         ids, mat = store._vectors["p"]
         assert ids.tolist() == list(range(1000, 1300)) and np.array_equal(mat, vectors)
         assert store.dense_candidates("p", vectors[123], 1) == {1123: pytest.approx(float(vectors[123] @ vectors[123]))}

@@ -101,3 +101,17 @@ def test_rank_formula_and_floor():
     assert by[1].score == pytest.approx(0.5 * 0.5 + 0.3 * 1.0 + 0.2)
     old = rank({1: 5.0}, {}, {1: {"importance": 1.0, "event_epoch": 0}}, now_ms=30 * 86_400_000, wall_ms=0, w=w)
     assert old[0].score == pytest.approx(0.5 + 0.3 * 0.5 + 0.2)  # one half-life later
+
+
+def test_minilm_vectors_do_not_depend_on_the_batch():
+    """The queue embeds in small batches (less padding); a text's vector is the same in any batch."""
+    import numpy as np
+
+    from memworker.embed import MiniLMOnnx
+
+    texts = [d.embed_text for d in RuleExtractor().extract(parse_transcript(TRANSCRIPT))] + \
+        ["Melanie: short", "Caroline: " + "a much longer sentence about the support group and adoption " * 3]
+    model = MiniLMOnnx(batch_size=8)
+    alone = np.vstack([model.embed([t]) for t in texts])
+    model._batch = 32
+    assert np.allclose(model.embed(texts), alone, atol=1e-5)
