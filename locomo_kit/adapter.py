@@ -8,7 +8,11 @@ pre-digested: the Worker's own compression is part of what is measured). Turn li
 
 from __future__ import annotations
 
+import re
+
 from locomo_kit.dataset import Conversation, Session, Turn
+
+_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 
 
 def content_session_id(sample_id: str, session: int) -> str:
@@ -42,10 +46,17 @@ def header(conv: Conversation, session: Session) -> str:
     return f"[Session {session.number} — {session.date_time}]\n[Conversation between {conv.speaker_a} and {conv.speaker_b}]"
 
 
+def one_line(text: str) -> str:
+    """``text`` with its line breaks (and the spaces around them) as single spaces."""
+    return _LINE_BREAKS.sub(" ", text).strip()
+
+
 def render_turn(turn: Turn) -> str:
-    line = f"[{turn.dia_id}] {turn.speaker}: {turn.text}"
+    """One line per turn: a line break inside a turn (37 LoCoMo turns have one) would start a new
+    line that a transcript parser cannot attribute."""
+    line = f"[{turn.dia_id}] {turn.speaker}: {one_line(turn.text)}"
     if turn.image_caption:
-        line += f" [shares an image: {turn.image_caption}]"
+        line += f" [shares an image: {one_line(turn.image_caption)}]"
     return line
 
 

@@ -17,7 +17,11 @@ import time
 from dataclasses import fields
 from typing import Sequence
 
-from memworker.config import Settings
+# One BLAS thread (before numpy loads): a search's matrix products are small, and OpenBLAS's spinning
+# threads on a busy machine cost them more than they gain (a user's own setting wins).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from memworker.config import Settings  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,8 +7,9 @@ Format::
     [D3:1] Caroline: Hey Mel! ...
     [D3:2] Melanie: Look at this. [shares an image: a photo of a dog]
 
-The ``[D3:1]`` tags are optional; without them turn ids are numbered ``T<session>:<n>``. Any other
-text is accepted too: each non-empty line without a speaker becomes a turn by "unknown".
+The ``[D3:1]`` tags are optional; without them turn ids are numbered ``T<session>:<n>``. A line
+without a speaker right after a tagged turn continues that turn (a turn whose text had a line
+break); any other line without a speaker becomes a turn by "unknown".
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import datetime
 
 _HEADER = re.compile(r"^\[Session\s+(\d+)\s*[—–-]+\s*(.+?)\]\s*$")
 _PAIR = re.compile(r"^\[Conversation between (.+?) and (.+?)\]\s*$")
-_TURN = re.compile(r"^(?:\[(D\d+:\d+)\]\s*)?([^:\[\]]{1,60}):\s+(.*)$")
+_TURN = re.compile(r"^(?:\[(D\d+:\d+)\]\s*)?([^:\[\]]{1,60}):(?:\s+(.*))?$")
 _IMAGE = re.compile(r"\[shares an image:\s*(.*?)\]\s*$")
 DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%d %B, %Y", "%d %B %Y", "%Y-%m-%d", "%Y-%m-%dT%H:%M:%S")
 
@@ -69,7 +70,16 @@ def parse_transcript(raw: str, fallback_date: datetime | None = None) -> Transcr
             speakers = (m.group(1).strip(), m.group(2).strip())
             continue
         m = _TURN.match(line)
-        dia, speaker, text = (m.group(1), m.group(2).strip(), m.group(3)) if m else (None, "unknown", line)
+        if m and not m.group(1) and m.group(3) is None:
+            m = None  # "Note:" alone is text, not an untagged speaker with nothing to say
+        if not m and turns and turns[-1].turn_id.startswith("D") and turns[-1].image_caption is None:
+            last = turns[-1]
+            turns[-1] = Turn(last.turn_id, last.speaker, f"{last.text} {line}".strip(), None)
+            if im := _IMAGE.search(turns[-1].text):
+                turns[-1] = Turn(last.turn_id, last.speaker, turns[-1].text[: im.start()].rstrip(),
+                                 im.group(1).strip() or None)
+            continue
+        dia, speaker, text = (m.group(1), m.group(2).strip(), m.group(3) or "") if m else (None, "unknown", line)
         caption = None
         if im := _IMAGE.search(text):
             caption = im.group(1).strip() or None

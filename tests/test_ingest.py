@@ -53,6 +53,16 @@ def test_adapter_ids_and_transcript(conv26):
     assert adapter.init_prompt(conv26, s) == "Conversation between Caroline and Melanie on 1:56 pm on 8 May, 2023"
 
 
+def test_every_locomo_turn_renders_as_one_line_that_memworker_attributes(dataset):
+    """37 LoCoMo turns contain line breaks: each must still be one turn, of its speaker, with its id."""
+    from memworker.transcript import parse_transcript
+
+    for conv in dataset:
+        for s in conv.sessions:
+            parsed = parse_transcript(adapter.render_transcript(conv, s))
+            assert [(t.turn_id, t.speaker) for t in parsed.turns] == [(t.dia_id, t.speaker) for t in s.turns]
+
+
 def test_embedded_ingest_verify_and_resume(conv26):
     run, summary = run_ingest("conv-26", "embedded", "transcript")
     assert len(summary.ingested) == 19 and not summary.failed and not summary.zero_observation_sessions

@@ -75,6 +75,14 @@ def test_transcript_parsing():
     assert [(x.turn_id, x.speaker) for x in plain.turns] == [("T0:1", "Alice"), ("T0:2", "unknown")]
 
 
+def test_a_tagged_turn_with_line_breaks_stays_one_turn_of_its_speaker():
+    t = parse_transcript("[D2:1] Nate:\nHey Joanna!\nGuess what?\n[D2:2] Joanna: Tell me!\nNow. [shares an image: a cat]\n"
+                         "[D2:3] Nate: Note:\nit works")
+    assert [(x.turn_id, x.speaker, x.text, x.image_caption) for x in t.turns] == [
+        ("D2:1", "Nate", "Hey Joanna! Guess what?", None), ("D2:2", "Joanna", "Tell me! Now.", "a cat"),
+        ("D2:3", "Nate", "Note: it works", None)]
+
+
 def test_rule_extractor_types_and_dates():
     drafts = RuleExtractor().extract(parse_transcript(TRANSCRIPT))
     assert [d.source_turns for d in drafts] == [["D1:2"], ["D1:3"], ["D1:4"]]
