@@ -97,7 +97,13 @@ def resolve(run: str | Path) -> RunFolder:
 def _label(manifest: dict, answers: list[dict], run_id: str) -> str:
     a = answers[0]
     worker = manifest.get("worker", {}).get("name", "?")
-    return f"{run_id} ({worker}, top_k {a.get('top_k')}, {a.get('answerer_label', a.get('answerer'))})"
+    if a.get("source") not in (None, "memory"):
+        retrieval = "full conversation"
+    elif a.get("context_budget"):
+        retrieval = f"context budget {a['context_budget']:,} tokens (≤ {a.get('top_k')} results)"
+    else:
+        retrieval = f"top_k {a.get('top_k')}"
+    return f"{run_id} ({worker}, {retrieval}, {a.get('answerer_label', a.get('answerer'))})"
 
 
 def load_run(run: str | Path, gold: str = "original") -> RunData:
@@ -124,6 +130,7 @@ def load_run(run: str | Path, gold: str = "original") -> RunData:
     manifest = folder.manifest()
     data = RunData(folder.run_id, folder.path, _label(manifest, answers, folder.run_id),
                    {"config_key": key, "answerer": answers[0].get("answerer"), "top_k": answers[0].get("top_k"),
+                    "context_budget": answers[0].get("context_budget"),
                     "source": answers[0].get("source"), "worker": manifest.get("worker", {}),
                     "parameters": manifest.get("parameters", {})})
     for a in answers:

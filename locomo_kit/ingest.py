@@ -237,7 +237,8 @@ def ingest_conversation(client: WorkerClient, conv: Conversation, run: RunFolder
     known = len(existing)  # observations in the project before the next session
     results = []
     aborted = None
-    bar = tqdm(todo, desc=f"ingest {conv.sample_id}", unit="session",
+    bar = tqdm(todo, desc=f"ingest {conv.sample_id}", unit="session", total=len(conv.sessions),
+               initial=len(conv.sessions) - len(todo),  # sessions already done count as done, not as 0/0
                disable=progress_enabled() if progress is None else not progress)
     for session in bar:
         csid = adapter.content_session_id(conv.sample_id, session.number)

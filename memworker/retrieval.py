@@ -15,7 +15,8 @@ LoCoMo conversations, see README "memworker retrieval"):
   embeddings, no query embedding. The ``feedback_docs`` best memories by the terms above give a
   centroid (each weighted by how far its score lies above the last of them); every memory gains
   ``feedback_weight`` times the z-score (over the project) of its cosine with that centroid, so
-  memories like the best hits rise even when they share no word with the question.
+  memories like the best hits rise even when they share no word with the question (``relevance``
+  ranking only).
 
 ``seed`` ranks with the seed design's ``w1·similarity + w2·importance·decay + w3·recency``
 (:mod:`memworker.ranking`) over the same similarity.
@@ -391,7 +392,7 @@ class ProjectIndex:
             wanted = query_months(query)
             if wanted:
                 sim = sim + p.date_weight * np.array([bool(wanted & d.months) for d in self.docs])
-        if self.memory_vectors is not None and p.feedback_weight and float(sim.max()) > 0:
+        if p.ranking == "relevance" and self.memory_vectors is not None and p.feedback_weight and float(sim.max()) > 0:
             sim = sim + p.feedback_weight * self.feedback(sim)
         return sim, bm, cos
 
@@ -400,7 +401,7 @@ class ProjectIndex:
         vectors = self.memory_vectors
         m = min(self.params.feedback_docs, len(sim))
         top = np.argpartition(-sim, m - 1)[:m]
-        weights = sim[top] - sim[top].min() + 1e-3
+        weights = (sim[top] - sim[top].min() + 1e-3).astype(np.float32)  # float32 throughout: no upcast copy
         centroid = weights @ vectors[top]
         cos = vectors @ (centroid / (float(np.linalg.norm(centroid)) or 1.0))
         spread = float(cos.std())

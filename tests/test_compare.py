@@ -20,7 +20,8 @@ from locomo_kit.compare import (
 
 
 def _write_run(root: Path, run_id: str, f1: list[float], top_k: int = 8, judge: tuple | None = None,
-               recall: list[float] | None = None, audited: dict[int, float] | None = None) -> Path:
+               recall: list[float] | None = None, audited: dict[int, float] | None = None,
+               context_budget: int | None = None) -> Path:
     """A run folder as the pipeline writes it: manifest, answers, scores (and judgements)."""
     folder = root / run_id
     folder.mkdir(parents=True)
@@ -31,7 +32,7 @@ def _write_run(root: Path, run_id: str, f1: list[float], top_k: int = 8, judge: 
         cat = 1 + i % 4
         answers.append({"status": "ok", "sample_id": "conv-26", "question_index": i, "category": cat,
                         "config_key": key, "answerer": "extractive", "answerer_label": "extractive", "top_k": top_k,
-                        "source": "memory", "search_latency_ms": 10.0 + i, "answer_latency_ms": 1.0,
+                        "context_budget": context_budget, "source": "memory", "search_latency_ms": 10.0 + i, "answer_latency_ms": 1.0,
                         "input_tokens": 0, "output_tokens": 0, "gold": "g", "prediction": "p"})
         scores.append({"sample_id": "conv-26", "question_index": i, "category": cat, "config_key": key,
                        "gold_key": "original", "locomo_f1": v, "mem0_f1": v / 2,
@@ -75,8 +76,12 @@ def test_compare_two_runs_distinguishable_or_not(tmp_path):
     better = np.clip(base + 0.25, 0, 1).round(3)
     a = _write_run(tmp_path, "a", list(base), judge=("openai/j", "judge-mem0-paraphrase-v1"), recall=list(base))
     b = _write_run(tmp_path, "b", list(noise), judge=("openai/j", "judge-mem0-paraphrase-v1"), recall=list(base))
-    c = _write_run(tmp_path, "c", list(better) + [0.5], top_k=4, judge=("openai/other", "judge-mem0-paraphrase-v1"))
+    c = _write_run(tmp_path, "c", list(better) + [0.5], top_k=100, judge=("openai/other", "judge-mem0-paraphrase-v1"),
+                   context_budget=1000)
     result = compare([a, b, c])
+    labels = [r["label"] for r in result["runs"]]
+    assert "top_k 8" in labels[0] and "context budget 1,000 tokens (≤ 100 results)" in labels[2]
+    assert result["runs"][2]["config"]["context_budget"] == 1000
     assert result["shared_questions"] == 80
     row = next(r for r in result["rows"] if r["category"] == "overall" and r["metric"] == "locomo_f1")
     assert row["means"] == pytest.approx([100 * base.mean(), 100 * noise.mean(), 100 * better.mean()])

@@ -191,3 +191,16 @@ class _Stuck(list):
 
     def __bool__(self):
         return False  # the generator sees nothing to do, the status still counts it
+
+
+def test_progress_of_a_finished_conversation_counts_its_sessions_as_done(tmp_path, dataset, capsys):
+    """A rerun with nothing left to send shows 19/19 sessions, not 0/0 (and sends nothing)."""
+    conv = get_conversation(dataset, "conv-26")
+    run = RunFolder("done", root=tmp_path)
+    for s in conv.sessions:
+        run.append("ingest.jsonl", {"kind": "session", "sample_id": conv.sample_id, "session": s.number,
+                                    "mode": "transcript", "status": "ok", "observations": 3})
+    summary = ingest_conversation(None, conv, run, progress=True)  # no Worker: nothing may be sent
+    assert summary.results == [] and summary.skipped == len(conv.sessions)
+    err = capsys.readouterr().err
+    assert f"{len(conv.sessions)}/{len(conv.sessions)}" in err and "0/0" not in err

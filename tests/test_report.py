@@ -60,6 +60,19 @@ def test_main_command_writes_report_and_figures(reported_run):
     assert {"dataset", "worker", "answer", "scoring", "report", "packages", "git_commit"} <= set(m)
 
 
+def test_a_budgeted_run_labels_its_retrieval_by_the_budget(reported_run):
+    """The default run packs spans into 1,000 tokens: recall is "within 1,000 tokens", never "top 100"."""
+    run = reported_run
+    assert run.manifest()["answer"]["context_budget"] == 1000
+    scores = [json.loads(l) for l in (run.path / "scores.jsonl").read_text().splitlines()]
+    recall = [s["evidence_recall"] for s in scores
+              if s["gold_key"] == "original" and s["category"] != 5 and s["evidence_coverage"].get("@1") is not None]
+    text = (run.path / "report.md").read_text()
+    assert f"evidence within the 1,000-token context: {100 * statistics.mean(recall):.1f}%" in text
+    assert "all (within 1,000 tokens)" in text and "| context budget | 1,000 tokens |" in text
+    assert "top 100" not in text and "in the top 8" not in text
+
+
 def test_report_numbers_are_recomputed_from_records(reported_run, dataset):
     run = reported_run
     answers = [json.loads(l) for l in (run.path / "answers.jsonl").read_text().splitlines()]

@@ -149,11 +149,14 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     lines += (banners(run, conversations, s) + run_warnings(run, conversations)
               + pending_banner(run, include_answers=False))
     coverage = diag.get("overall", {}).get("coverage@8")
+    budget = m.get("answer", {}).get("context_budget")
+    retrieved = (f"; evidence within the {budget:,}-token context: {_f(diag.get('overall', {}).get('recall_all'))}%"
+                 if budget else f"; evidence retrieved in the top 8: {_f(coverage)}%" if coverage is not None else "")
     lines += [f"**Summary.** {', '.join(s['samples'])}: {s['questions']} questions answered by {label} from "
               f"{'memories retrieved from ' + str(m.get('worker', {}).get('name', 'the Worker')) if s['source'] == 'memory' else 'the full conversation'}"
               f"; official F1 {_f(f1['overall']['mean'])}% "
               f"[{_f(f1['overall']['ci_low'])}, {_f(f1['overall']['ci_high'])}]"
-              + (f"; evidence retrieved in the top 8: {_f(coverage)}%" if coverage is not None else "") + ".", "",
+              + retrieved + ".", "",
               sample_note(s), ""]
     if floor:
         lines += ["> The answers come from the **extractive floor** (rules, no LLM). Its scores measure the pipeline, "
@@ -163,7 +166,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     judges = s["judge"]["models"]
     facts = [["run id", s["run_id"]], ["worker", f"{worker.get('name', '–')} {worker.get('version') or ''} ({worker.get('url', '–')})"],
              ["ingestion mode", str(m.get("parameters", {}).get("mode", "–"))],
-             ["answer source", s["source"]], ["answerer", label], ["top_k", _f(s["top_k"])],
+             ["answer source", s["source"]], ["answerer", label], ["top_k", _f(s["top_k"])], ["context budget", f"{budget:,} tokens" if budget else "–"],
              ["configuration id", str(m.get("config_id", "–"))],
              ["ingestion", str(m.get("ingestion", {}).get("id", "–"))],
              ["retrieval", str(m.get("answer", {}).get("retrieval") or "–")],
@@ -261,12 +264,14 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     lines += ["## 5. Retrieval diagnostics (no LLM involved)", "",
               "Evidence coverage@k: share of a question's evidence turns among the turns the top-k retrieved memories "
               "came from (exact turn ids when the Worker reports them, else text overlap). Answer in context: every "
-              "normalised gold token appears in the retrieved memories.", ""]
+              "normalised gold token appears in the retrieved memories."
+              + (f" With a context budget the results are spans of turns packed to {budget:,} tokens: @k counts the "
+                 f"first k spans, \"all\" everything within the budget." if budget else ""), ""]
     rows = [[f"{c} {diag[c]['name']}" if c != "overall" else "overall", diag[c]["count"]]
             + [diag[c][f"coverage@{k}"] for k in (1, 3, 5, 8, 10, 20)] + [diag[c].get("recall_all")]
             + [_f(diag[c].get("mrr"), 3), _f(diag[c].get("ndcg@5"), 3), _f(diag[c].get("ndcg@10"), 3),
                diag[c]["answer_in_context"]] for c in diag]
-    lines += _table(["category", "n", "@1", "@3", "@5", "@8", "@10", "@20", f"all (top {_f(s['top_k'])})", "MRR",
+    lines += _table(["category", "n", "@1", "@3", "@5", "@8", "@10", "@20", f"all (within {budget:,} tokens)" if budget else f"all (top {_f(s['top_k'])})", "MRR",
                      "NDCG@5", "NDCG@10", "answer in context"], rows)
     lines += ["Evidence recall (\"all\"): coverage over every memory retrieved (k = top_k). MRR: mean of 1/rank of the first retrieved memory holding an evidence turn (0 when none is in the "
               "top k). NDCG@k: binary gains, a rank counts when it brings an evidence turn not seen above it; the "
