@@ -330,9 +330,10 @@ class MemoryService:
         uses = self.settings.bm25_weight < 1 or self.settings.expand_terms > 0
         if self.settings.query_embedder != "static" or not uses or not isinstance(self.embedder, MiniLMOnnx):
             return None
-        from memworker.static_embed import StaticMiniLM, cache_path_for
+        from memworker.static_embed import StaticMiniLM, cache_path_for, installed_table
 
-        return StaticMiniLM(self.embedder, self.settings.static_cache or cache_path_for(self.settings.db_path))
+        return StaticMiniLM(self.embedder, self.settings.static_cache or cache_path_for(self.settings.db_path),
+                            preload=installed_table())
 
     def _query_vector(self, query: str):
         assert self.embedder is not None

@@ -7,13 +7,16 @@ sequence ``[CLS] piece [SEP]``. A text's vector is the weighted mean of its piec
 Vectors are distilled lazily, a batch of the missing pieces at a time (the first time a piece is
 seen, at ingestion or in a query), and persisted to a cache file beside the database, so a
 restarted Worker never distils a piece twice. Distilling the whole 30,522-piece vocabulary up front
-takes about 40 s on 2 busy cores; ``python -m memworker.static_embed CACHE`` does it at install.
+takes about 40 s on 2 busy cores: ``make setup`` does it once (``python -m memworker.static_embed
+--install``) into the environment (:func:`installed_table`), which every Worker then loads, so that
+no query waits for MiniLM to distil a piece it has not seen.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -29,7 +32,9 @@ class StaticMiniLM:
     name = "static-minilm"
     dim = 384
 
-    def __init__(self, model, cache_path: str | Path | None = None, batch_size: int = 512) -> None:
+    def __init__(self, model, cache_path: str | Path | None = None, batch_size: int = 512,
+                 preload: str | Path | None = None) -> None:
+        """``preload``: a table distilled before (e.g. :func:`installed_table`), read before ``cache_path``."""
         self._model = model  # a MiniLMOnnx: its tokenizer and ONNX session are shared
         self._tok = model.tokenizer_plain
         self.vocab_size = self._tok.get_vocab_size()
@@ -40,14 +45,14 @@ class StaticMiniLM:
         self._lock = threading.Lock()
         self._dirty = False
         self.cache_path = Path(cache_path) if cache_path else None
-        if self.cache_path and self.cache_path.is_file():
-            self._load()
+        for path in (preload, self.cache_path):
+            if path and Path(path).is_file():
+                self._load(Path(path))
 
     # -- cache ----------------------------------------------------------------------------------
-    def _load(self) -> None:
-        assert self.cache_path is not None
+    def _load(self, path: Path) -> None:
         try:
-            with np.load(self.cache_path) as data:
+            with np.load(path) as data:
                 if str(data["version"]) != CACHE_VERSION or str(data["model"]) != self._model.fingerprint:
                     return  # another model or format: distil again
                 ids, vecs = data["ids"], data["vectors"].astype(np.float32)
@@ -119,17 +124,27 @@ def cache_path_for(db_path: str) -> Path | None:
 
 
 
+def installed_table() -> Path:
+    """The whole vocabulary, distilled once per environment by ``make setup``."""
+    return Path(sys.prefix) / "share" / "memworker" / f"static-minilm-{CACHE_VERSION}.npz"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from memworker.embed import MiniLMOnnx
 
     ap = argparse.ArgumentParser(description="Distil the whole static vocabulary into a cache file "
-                                 "(normally done lazily beside the database).")
-    ap.add_argument("cache", help="cache file to write, e.g. ~/.memworker/memworker.db" + cache_path_for("x.db").name[4:])
+                                 "(else done lazily, beside each database).")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("cache", nargs="?", help="cache file to write, e.g. ~/.memworker/memworker.db"
+                       + cache_path_for("x.db").name[4:])
+    where.add_argument("--install", action="store_true", help=f"write the environment's table ({installed_table()}),"
+                       " which every Worker of this environment loads; kept if already complete")
     args = ap.parse_args(argv)
-    static = StaticMiniLM(MiniLMOnnx(), args.cache)
+    target = installed_table() if args.install else Path(args.cache)
+    static = StaticMiniLM(MiniLMOnnx(), target)
     n = static.distil_all()
     static.save()
-    print(f"distilled {n} pieces into {args.cache}")
+    print(f"distilled {n} pieces into {target} ({int(static.known.sum())} of {static.vocab_size} known)")
     return 0
 
 

@@ -187,7 +187,25 @@ def test_static_query_vectors_over_http(tmp_path):
         rows = search(client, "ceramics class", context_budget=200)
         assert rows and "pottery" in rows[0]["narrative"]  # no shared word: the dense term found it
         assert json.loads(rows[0]["metadata"])["cosine"] > 0
-    assert (tmp_path / "mw.db.static-minilm-v1.npz").is_file()
+    from memworker.static_embed import installed_table
+
+    # pieces distilled by this Worker are kept beside its database; none are when the install-time table has all
+    assert (tmp_path / "mw.db.static-minilm-v1.npz").is_file() != installed_table().is_file()
+
+
+def test_a_preloaded_table_spares_distilling(tmp_path):
+    from memworker.embed import MiniLMOnnx
+    from memworker.static_embed import StaticMiniLM
+
+    model = MiniLMOnnx()
+    first = StaticMiniLM(model, tmp_path / "table.npz")
+    pieces = first.piece_ids("a pottery workshop")
+    vec = first.embed(["a pottery workshop"])[0]
+    first.save()
+    static = StaticMiniLM(model, tmp_path / "own.npz", preload=tmp_path / "table.npz")
+    assert static.ensure(pieces) == 0 and np.allclose(static.embed(["a pottery workshop"])[0], vec, atol=1e-2)
+    static.save()
+    assert not (tmp_path / "own.npz").exists()  # nothing new was distilled: nothing to keep
 
 
 def test_query_expansion_finds_a_memory_by_a_related_word(tmp_path):
