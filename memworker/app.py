@@ -215,6 +215,26 @@ def _row(row: dict, ranked=None) -> dict:
     return out
 
 
+def _doc_param(name: str, kind: str, description: str) -> dict:
+    return {"name": name, "in": "query", "required": False, "schema": {"type": kind}, "description": description}
+
+
+def _int_query(params, name: str, default: int | None, low: int, high: int) -> int | None:
+    """An integer query parameter within [low, high] (absent or empty: ``default``); else a 400."""
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return default
+    body = raw[1:] if raw[:1] in "+-" else raw
+    if not (body.isascii() and body.isdigit()):
+        raise RequestValidationError([{"loc": ("query", name), "type": "int_parsing",
+                                       "msg": "Input should be a valid integer, unable to parse string as an integer"}])
+    value = int(raw)
+    if not low <= value <= high:
+        raise RequestValidationError([{"loc": ("query", name), "type": "value_error",
+                                       "msg": f"Input should be between {low} and {high}"}])
+    return value
+
+
 def _epoch_param(value: str | None, name: str) -> int | None:
     if value in (None, ""):
         return None
@@ -350,20 +370,37 @@ def create_app(settings: Settings, service: MemoryService | None = None) -> Fast
                 "failed": counts.get("failed", 0), "done": counts.get("done", 0),
                 "retrying": counts.get("retrying", 0), "stalled": svc.stalled}
 
-    @app.get("/api/search")
-    def search(query: str = Query("", max_length=settings.max_query_chars), project: str | None = None,
-               limit: int = Query(settings.top_k, ge=1, le=100), offset: int = Query(0, ge=0, le=MAX_INT),
-               type: str = "observations", format: str | None = None, obs_type: str | None = None,
-               dateStart: str | None = None, dateEnd: str | None = None, orderBy: str | None = None,
-               context_budget: int | None = Query(None, ge=1, le=1_000_000)):
-        if type not in ("observations", "all"):
+    search_params = [
+        _doc_param("query", "string", f"what to search for (at most {settings.max_query_chars} characters)"),
+        _doc_param("project", "string", "the project to search"),
+        _doc_param("limit", "integer", f"results, 1-100 (default {settings.top_k})"),
+        _doc_param("offset", "integer", "results to skip"),
+        _doc_param("context_budget", "integer", "tokens: spans of whole turns packed to this budget (memworker's own)"),
+        _doc_param("format", "string", "json: rows; else claude-mem's text answer"),
+        *(_doc_param(n, "string", d) for n, d in (("type", "observations (default) or all"), ("obs_type", "a memory type"),
+                                                   ("dateStart", "ISO date or epoch ms"), ("dateEnd", "ISO date or epoch ms"),
+                                                   ("orderBy", "accepted, ignored: results are ranked")))]
+
+    @app.get("/api/search", openapi_extra={"parameters": search_params})
+    def search(request: Request):
+        # Parameters are read here, not declared: FastAPI's per-parameter validation cost more than the search.
+        p = request.query_params
+        query = p.get("query", "")
+        if len(query) > settings.max_query_chars:
+            raise RequestValidationError([{"loc": ("query", "query"), "type": "string_too_long",
+                                           "msg": f"String should have at most {settings.max_query_chars} characters"}])
+        limit = _int_query(p, "limit", settings.top_k, 1, 100)
+        offset = _int_query(p, "offset", 0, 0, MAX_INT)
+        context_budget = _int_query(p, "context_budget", None, 1, 1_000_000)
+        if p.get("type", "observations") not in ("observations", "all"):
             results = []
         else:
-            since, until = _epoch_param(dateStart, "dateStart"), _epoch_param(dateEnd, "dateEnd")
+            since, until = _epoch_param(p.get("dateStart"), "dateStart"), _epoch_param(p.get("dateEnd"), "dateEnd")
             with search_slots:
-                results = svc.search(query, clean(project), limit, since, until, obs_type, offset, context_budget)
+                results = svc.search(query, clean(p.get("project")), limit, since, until, p.get("obs_type"), offset,
+                                     context_budget)
         rows = [_row(r, ranked) for r, ranked in results]
-        if format == "json":  # JSONResponse: rows are plain JSON already (FastAPI's encoder costs more than the search)
+        if p.get("format") == "json":  # JSONResponse: rows are plain JSON already (FastAPI's encoder costs more)
             return JSONResponse({"observations": rows, "sessions": [], "prompts": [], "totalResults": len(rows),
                                  "query": query})
         lines = [f"Found {len(rows)} result(s) for \"{query}\""] + [f"#{r['id']} [{r['type']}] {r['narrative']}" for r in rows]

@@ -69,6 +69,23 @@ def test_overlong_query_and_bad_params_are_400(api):
     assert api.get("/api/observations", params={"limit": 1000}).status_code == 400
 
 
+@pytest.mark.parametrize("name, value, ok", [("limit", "1.5", False), ("limit", "101", False), ("limit", "", True),
+                                             ("limit", "3", True), ("offset", "-1", False), ("offset", "١", False),
+                                             ("context_budget", "0", False), ("context_budget", "500", True)])
+def test_search_integer_parameters_are_checked(api, name, value, ok):
+    r = api.get("/api/search", params={"query": "a", "project": "p", "format": "json", name: value})
+    if ok:
+        assert r.status_code == 200 and isinstance(r.json()["observations"], list)
+    else:
+        assert r.status_code == 400 and r.json()["issues"][0]["path"] == f"query.{name}"
+
+
+def test_search_parameters_are_documented(api):
+    params = api.get("/openapi.json").json()["paths"]["/api/search"]["get"]["parameters"]
+    assert {"query", "project", "limit", "offset", "context_budget", "format", "dateStart", "dateEnd"} <= {
+        p["name"] for p in params}
+
+
 def test_unknown_ids_are_404_with_reason(api):
     r = api.get("/api/observation/424242")
     assert r.status_code == 404 and "424242 not found" in r.json()["message"]
