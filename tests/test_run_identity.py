@@ -123,19 +123,27 @@ def test_partial_answers_are_reported_as_partial_and_exit_nonzero(monkeypatch, c
     assert "context too long" in head
 
 
-def test_a_different_worker_on_the_same_url_never_reuses_old_results(tmp_path, monkeypatch, capsys):
+def _run_then_replace_the_worker(tmp_path, monkeypatch, capsys, extra_args: list[str]) -> tuple[str, str, EmbeddedWorker]:
+    """A full run of conv-30 against one Worker, then another Worker (empty database, ``extra_args``) on the
+    same port: (url, the run's output, the started second Worker)."""
     first = EmbeddedWorker(tmp_path / "a.db", embedder="hashing")
     url = first.start()
     try:
         assert main(["run", "--sample", "conv-30", "--worker-url", url]) == 0
     finally:
         first.stop()
-    report = Path(reports_in(capsys.readouterr().out)[0])
-    before = report.read_text()
-    # the same port, an empty database and other settings
+    out = capsys.readouterr().out
     monkeypatch.setattr(embedded, "free_port", lambda: first.port)
-    second = EmbeddedWorker(tmp_path / "b.db", embedder="hashing", extra_args=["--w-recency", "0"])
+    second = EmbeddedWorker(tmp_path / "b.db", embedder="hashing", extra_args=extra_args)
     second.start()
+    return url, out, second
+
+
+def test_a_different_worker_on_the_same_url_never_reuses_old_results(tmp_path, monkeypatch, capsys):
+    # the same port, an empty database and other settings
+    url, first_out, second = _run_then_replace_the_worker(tmp_path, monkeypatch, capsys, ["--w-recency", "0"])
+    report = Path(reports_in(first_out)[0])
+    before = report.read_text()
     try:
         assert main(["run", "--sample", "conv-30", "--worker-url", url]) == 1
         out, err = capsys.readouterr()
@@ -150,16 +158,7 @@ def test_a_different_worker_on_the_same_url_never_reuses_old_results(tmp_path, m
 
 
 def test_a_worker_restarted_empty_is_ingested_again_and_old_answers_are_not_reused(tmp_path, monkeypatch, capsys):
-    first = EmbeddedWorker(tmp_path / "a.db", embedder="hashing")
-    url = first.start()
-    try:
-        assert main(["run", "--sample", "conv-30", "--worker-url", url]) == 0
-    finally:
-        first.stop()
-    capsys.readouterr()
-    monkeypatch.setattr(embedded, "free_port", lambda: first.port)
-    second = EmbeddedWorker(tmp_path / "b.db", embedder="hashing")  # same settings, empty database
-    second.start()
+    url, _, second = _run_then_replace_the_worker(tmp_path, monkeypatch, capsys, [])  # same settings, empty database
     try:
         assert main(["run", "--sample", "conv-30", "--worker-url", url]) == 1
         out, err = capsys.readouterr()
