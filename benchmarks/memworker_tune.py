@@ -11,7 +11,9 @@ configuration it prints evidence recall (categories 1-4) of the top 10 single me
 
 Query expansion uses static MiniLM vectors (distilled on first use, cached beside the database).
 ``--dense`` adds the configurations with a dense query vector (static per-piece MiniLM, and the
-full MiniLM for reference; slower).
+full MiniLM for reference; slower). ``--misses`` adds, for the default, where recall is lost:
+recall as the budget grows (1,000 to 3,000 tokens), the shortfall within 1,000 tokens by a
+question's number of evidence turns, and the rank of each missed evidence turn's memory.
 """
 
 from __future__ import annotations
@@ -113,10 +115,67 @@ def evaluate_service(svc: MemoryService, project: str, questions) -> dict[str, l
     return out
 
 
+BUDGET_CURVE = (1000, 1250, 1500, 2000, 3000)
+RANK_BINS = ((0, 20, "ranks 1-20"), (20, 40, "ranks 21-40"), (40, 100, "ranks 41-100"), (100, 10**9, "rank > 100"))
+
+
+def where_recall_is_lost(indexes: dict[int, ProjectIndex], questions: dict[int, list]) -> dict:
+    """For the default ranking: recall by budget, shortfall by evidence count, ranks of missed turns."""
+    curve: dict[str, dict[int, list[float]]] = {s: {b: [] for b in BUDGET_CURVE} for s in SPLITS}
+    by_count: dict[str, list[float]] = {}
+    ranks = {name: 0 for *_, name in RANK_BINS} | {"no memory": 0}
+    for pos, index in indexes.items():
+        first = {}
+        for k, d in enumerate(index.docs):
+            for t in d.turns:
+                first.setdefault(t, k)
+        for q in questions[pos]:
+            sim, _, _ = index.similarity(q.question)
+            order = [int(k) for k in np.argsort(-sim, kind="stable")]
+            rank = {k: r for r, k in enumerate(order)}
+            evidence = set(q.evidence)
+            for budget in BUDGET_CURVE:
+                seen = {t for s in index.pack(order, sim, budget, 1000) for k in s.docs for t in index.docs[k].turns}
+                recall = len(evidence & seen) / len(evidence)
+                for split, positions in SPLITS.items():
+                    if pos in positions:
+                        curve[split][budget].append(recall)
+                if budget == 1000:
+                    by_count.setdefault(str(min(len(evidence), 4)), []).append(recall)
+                    for e in evidence - seen:
+                        r = rank.get(first.get(e, -1))
+                        name = "no memory" if r is None else next(n for lo, hi, n in RANK_BINS if lo <= r < hi)
+                        ranks[name] += 1
+    total_loss = sum(1 - r for v in by_count.values() for r in v) or 1.0
+    n_all = sum(len(v) for v in by_count.values())
+    return {
+        "recall_by_budget": {s: {b: round(statistics.mean(v), 4) for b, v in c.items()}
+                             for s, c in curve.items() if c[BUDGET_CURVE[0]]},  # splits with questions only
+        "shortfall_within1000_by_evidence_turns": {
+            (k if k != "4" else "4+"): {"questions": len(v), "recall": round(statistics.mean(v), 4),
+                                        "share_of_shortfall": round(sum(1 - r for r in v) / total_loss, 3),
+                                        "points_lost": round(100 * sum(1 - r for r in v) / n_all, 2)}
+            for k, v in sorted(by_count.items())},
+        "missed_evidence_turns_by_rank": ranks,
+    }
+
+
+def print_misses(m: dict) -> None:
+    print("\nwhere recall is lost (default ranking, all ten conversations)")
+    print("  recall by budget (tokens): " + "; ".join(
+        f"{split} " + ", ".join(f"{b} {r:.3f}" for b, r in c.items()) for split, c in m["recall_by_budget"].items()))
+    for k, v in m["shortfall_within1000_by_evidence_turns"].items():
+        print(f"  {k} evidence turn(s): {v['questions']} questions, recall within 1,000 {v['recall']:.3f}, "
+              f"{v['points_lost']:.1f} points lost ({100 * v['share_of_shortfall']:.0f}% of the shortfall)")
+    print("  missed evidence turns, by the rank of their memory: "
+          + ", ".join(f"{n} {c}" for n, c in m["missed_evidence_turns_by_rank"].items()))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", default=str(outputs_dir() / "bench" / "memworker_tune.db"))
     ap.add_argument("--dense", action="store_true")
+    ap.add_argument("--misses", action="store_true", help="also: where the default ranking loses recall")
     ap.add_argument("--out", default=str(outputs_dir() / "bench" / "memworker_tune.json"))
     args = ap.parse_args()
     dataset = load_dataset(default_dataset_path())
@@ -161,11 +220,21 @@ def main() -> None:
         results[name] = {"params": asdict(params), **row}
         print(f"{name:<56}" + "".join(f"{r['@10']:>9.3f}{r['within500']:>11.3f}{r['within1000']:>10.3f}"
                                       for r in row.values()), flush=True)
+    misses = None
+    if args.misses:
+        indexes, questions = {}, {}
+        for pos, conv in enumerate(dataset):
+            _, rows = svc.store.index_rows(adapter.project_name(conv.sample_id))
+            stored = np.vstack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows])
+            indexes[pos] = ProjectIndex(rows, defaults, static, stored)
+            questions[pos] = [q for q in all_questions(conv) if q.category != 5 and q.evidence]
+        misses = where_recall_is_lost(indexes, questions)
+        print_misses(misses)
     static.save()
     svc.store.close()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"settings_defaults": s.public(), "results": results}, indent=2))
+    out.write_text(json.dumps({"settings_defaults": s.public(), "results": results, "misses": misses}, indent=2))
     print(f"written to {out}")
 
 
