@@ -5,4 +5,4 @@ extracted from it, de-duplicated, searchable by BM25 (SQLite FTS5) and dense emb
 talks to it over HTTP only and never imports it.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

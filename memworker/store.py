@@ -376,7 +376,7 @@ class Store:
             for k, mem in enumerate(memories):
                 target = targets.get(k)
                 if target is None and dedup_threshold <= 1 and k in targets:  # after an insert of this batch
-                    target = self._nearest(mem.project, mem.embedding, dedup_threshold)
+                    target = self._nearest(mem.project, mem.embedding, dedup_threshold, mem.metadata.get("speaker"))
                 if target is not None:
                     self._merge(c, target, mem)
                     touched.append(target)
@@ -463,7 +463,8 @@ class Store:
         """For each memory (by position), the stored memory it would merge into, from one matrix product
         per project over the memories stored before this batch: ``{k: id}`` for a merge, ``{k: None}``
         where the answer depends on memories this batch inserts before it (those are checked one by
-        one), absent where it merges into nothing."""
+        one), absent where it merges into nothing. Only memories of the same speaker merge: the same
+        words said by the other person are another memory."""
         out: dict[int, int | None] = {}
         by_project: dict[str, list[int]] = {}
         for k, mem in enumerate(memories):
@@ -474,29 +475,47 @@ class Store:
             if len(dims) != 1 or (mat.size and mat.shape[1] != next(iter(dims))):
                 out.update({k: None for k in ks})  # mixed dimensions: one by one
                 continue
+            speakers = [memories[k].metadata.get("speaker") for k in ks]
             batch = np.vstack([memories[k].embedding.astype(np.float32) for k in ks])
             best_id: list[int | None] = [None] * len(ks)
             best = np.full(len(ks), -np.inf, dtype=np.float32)
             if mat.size:
                 sims = batch @ mat.T
-                arg = np.argmax(sims, axis=1)
-                best = sims[np.arange(len(ks)), arg]
-                best_id = [int(ids[a]) for a in arg]
+                above = sims >= threshold
+                of = self._speakers_of(int(ids[c]) for c in np.flatnonzero(above.any(axis=0)))
+                for j in range(len(ks)):
+                    same = [c for c in np.flatnonzero(above[j]) if of.get(int(ids[c])) == speakers[j]]
+                    if same:
+                        c = max(same, key=lambda c: sims[j, c])
+                        best[j], best_id[j] = sims[j, c], int(ids[c])
             within = batch @ batch.T  # an earlier memory of the batch may be inserted and become a target
             for j, k in enumerate(ks):
-                if j and float(within[j, :j].max()) >= threshold and float(within[j, :j].max()) >= best[j]:
+                earlier = [float(within[j, i]) for i in range(j) if speakers[i] == speakers[j]]
+                if earlier and max(earlier) >= threshold and max(earlier) >= best[j]:
                     out[k] = None
                 elif best[j] >= threshold:
                     out[k] = best_id[j]
         return out
 
-    def _nearest(self, project: str, vec: np.ndarray, threshold: float) -> int | None:
+    def _nearest(self, project: str, vec: np.ndarray, threshold: float, speaker: str | None = None) -> int | None:
+        """The stored memory of ``speaker`` (None: memories without one) nearest ``vec``, if within ``threshold``."""
         ids, mat = self._load_vectors(project)
         if mat.size == 0 or mat.shape[1] != vec.shape[0]:
             return None
         sims = mat @ vec.astype(np.float32)
-        best = int(np.argmax(sims))
-        return int(ids[best]) if sims[best] >= threshold else None
+        above = np.flatnonzero(sims >= threshold)
+        of = self._speakers_of(int(ids[c]) for c in above)
+        same = [c for c in above if of.get(int(ids[c])) == speaker]
+        return int(ids[max(same, key=lambda c: sims[c])]) if same else None
+
+    def _speakers_of(self, ids) -> dict[int, str | None]:
+        """Each memory's speaker (None where it has none), read in the writer's transaction."""
+        ids = list(ids)
+        if not ids:
+            return {}
+        rows = self.conn.execute(f"SELECT id, json_extract(metadata, '$.speaker') FROM observations WHERE id IN "
+                                 f"({','.join('?' * len(ids))})", ids).fetchall()
+        return {int(r[0]): r[1] for r in rows}
 
     def dense_candidates(self, project: str, vec: np.ndarray, n: int) -> dict[int, float]:
         with self.lock:

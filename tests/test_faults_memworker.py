@@ -376,3 +376,35 @@ def test_the_vector_cache_grows_without_copying_and_stays_exact(tmp_path):
         assert store.dense_candidates("p", vectors[123], 1) == {1123: pytest.approx(float(vectors[123] @ vectors[123]))}
     finally:
         store.close()
+
+
+def test_only_memories_of_the_same_speaker_merge(tmp_path):
+    """The same words said by the other person are another memory (their attribution is kept);
+    in a batch and one at a time alike."""
+    import numpy as np
+
+    from memworker.store import NewMemory, Store
+
+    vec = np.ones(16, dtype=np.float32) / 4.0
+
+    def mem(speaker, turn):
+        return NewMemory(project="p", memory_session_id=None, type="fact", title=turn, subtitle="", narrative=turn,
+                         body=turn, context="", facts=[f"{speaker}: congrats!"], concepts=[],
+                         metadata={"source_turns": [turn], **({"speaker": speaker} if speaker else {})},
+                         importance=0.5, event_epoch=None, embedding=vec)
+
+    for batched in (True, False):
+        store = Store(tmp_path / f"s{batched}.db")
+        try:
+            memories = [mem("Caroline", "D1:1"), mem("Melanie", "D1:2"), mem("Caroline", "D2:1"),
+                        mem("Melanie", "D2:2"), mem(None, "D3:1"), mem(None, "D3:2")]
+            if batched:
+                store.commit_memories(None, memories, 0.85)
+            else:
+                for m in memories:
+                    store.commit_memories(None, [m], 0.85)
+            rows = store.rows(store.project_ids("p"))
+            turns = sorted(json.loads(r["metadata"])["source_turns"] for r in rows.values())
+        finally:
+            store.close()
+        assert turns == [["D1:1", "D2:1"], ["D1:2", "D2:2"], ["D3:1", "D3:2"]], batched
