@@ -28,7 +28,7 @@ import locomo_kit.report  # noqa: E402,F401
 from locomo_kit.compare import compare  # noqa: E402
 from locomo_kit.export import export_run as export  # noqa: E402
 from locomo_kit.outcome import Outcome, StageFailed  # noqa: E402
-from locomo_kit.pipeline import load, run_all, run_config  # noqa: E402
+from locomo_kit.pipeline import load, retrieval, run_all, run_config  # noqa: E402
 from locomo_kit.pipeline import run_answer as answer  # noqa: E402
 from locomo_kit.pipeline import run_ingest as ingest  # noqa: E402
 from locomo_kit.pipeline import run_judge as judge  # noqa: E402
@@ -36,5 +36,5 @@ from locomo_kit.pipeline import run_report as report  # noqa: E402
 from locomo_kit.pipeline import run_score as score  # noqa: E402
 from locomo_kit.runs import RunConfig, RunFolder  # noqa: E402
 
-__all__ = ["load", "ingest", "answer", "score", "judge", "report", "compare", "export", "run_all", "run_config",
+__all__ = ["load", "retrieval", "ingest", "answer", "score", "judge", "report", "compare", "export", "run_all", "run_config",
            "RunConfig", "RunFolder", "Outcome", "StageFailed", "__version__"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from locomo_kit import __version__
+from locomo_kit.pipeline import BUDGET_LIMIT, DEFAULT_CONTEXT_BUDGET, retrieval
 
 
 class CliError(Exception):
@@ -60,13 +61,21 @@ def _finish(outcomes, run=None, ok_code: int = 0) -> int:
 
 
 def _cmd_data_fetch(args: argparse.Namespace) -> int:
-    from locomo_kit.data_fetch import DataFetchError, fetch_audit, fetch_dataset, sha256_file
+    from locomo_kit.data_fetch import (DataFetchError, default_audit_path, fetch_audit, fetch_dataset,
+                                       sha256_file)
+    from locomo_kit.paths import default_dataset_path
 
+    kept = {option: path for option, given, path in (("--source", args.source, default_dataset_path()),
+                                                     ("--audit-source", args.audit_source, default_audit_path()))
+            if given and path.exists() and not args.force}  # a verified copy is kept: the source goes unread
     try:
         path = fetch_dataset(source=args.source, force=args.force)
         print(f"{path} ok (sha256 {sha256_file(path)})")
         audit = fetch_audit(source=args.audit_source, force=args.force)
         print(f"{audit} ok (sha256 {sha256_file(audit)})")
+        for option, kept_path in kept.items():
+            print(f"note: {kept_path} was already there and verified, so {option} was not read "
+                  "(add --force to copy it again)")
     except DataFetchError as exc:
         raise CliError(str(exc)) from None
     return 0
@@ -80,6 +89,17 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_auto(role: str, spec: str | None) -> None:
+    """Say what ``auto`` chose, and why: it falls back to the free extractive answerer without a key."""
+    if spec != "auto":
+        return
+    from locomo_kit.llm import DEFAULT_ANSWER_MODEL, DEFAULT_JUDGE_MODEL, resolve_auto
+
+    chosen = resolve_auto(spec, DEFAULT_ANSWER_MODEL if role == "answer" else DEFAULT_JUDGE_MODEL)
+    why = "ANTHROPIC_API_KEY is set" if os.environ.get("ANTHROPIC_API_KEY") else "ANTHROPIC_API_KEY is not set"
+    print(f"{role} model: auto → {chosen} ({why})")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_all
 
@@ -87,6 +107,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.paid:
         answer_model = answer_model if answer_model != "extractive" else "anthropic/claude-opus-4-6"
         judge_model = judge_model or "anthropic/claude-sonnet-4-6"
+    _say_auto("answer", answer_model)
+    _say_auto("judge", judge_model)
     top_k, budget = _retrieval(args)
     result = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model, judge_model,
                      args.judge_protocol or "playbook", args.judge_runs, top_k, args.answer_base_url,
@@ -127,6 +149,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import run_answer
 
     top_k, budget = _retrieval(args)
+    _say_auto("answer", args.answer_model)
     run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, top_k,
                               args.source, args.include_adversarial, args.concurrency, args.answer_base_url,
                               calls=_call_settings(args), timeout=args.timeout, context_budget=budget,
@@ -141,12 +164,13 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 
 def _existing_run(args: argparse.Namespace):
     from locomo_kit.pipeline import _strategy_key, resolve_run, run_config
-    from locomo_kit.runs import RunFolder, runs_root
+    from locomo_kit.runs import RunFolder, known_runs
 
     if getattr(args, "run", None):
         run = RunFolder(args.run) if "/" not in args.run else RunFolder(Path(args.run).name, root=Path(args.run).parent)
         if not run.exists():
-            raise CliError(f"No run at {run.path}")
+            known = known_runs()
+            raise CliError(f"No run at {run.path}." + (f" Known runs: {', '.join(known[:12])}" if known else ""))
         return run
     top_k, budget = _retrieval(args)
     config = run_config(args.sample, args.worker_url, args.mode, args.answer_model, top_k,
@@ -154,8 +178,7 @@ def _existing_run(args: argparse.Namespace):
                         context_budget=budget, query_strategy=_strategy_key(args.query_strategy))
     run = resolve_run(config, args.run_id)
     if not run.exists():
-        others = sorted(d.name for d in runs_root().glob(f"{args.sample}-*") if (d / "manifest.json").is_file()) \
-            if runs_root().is_dir() else []
+        others = known_runs(f"{args.sample}-")
         hint = f" Runs for {args.sample}: {', '.join(others[:8])} (select one with --run-id)." if others else ""
         raise CliError(f"No run at {run.path} for configuration {config.label()}: run `locomo-kit run --sample "
                        f"{args.sample}` (with the same options) first.{hint}")
@@ -185,6 +208,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         from locomo_kit.scoring.judge import load_judgements
 
         protocol = args.judge_protocol or "playbook"
+        _say_auto("judge", args.judge_model)
         run_judge(run, protocol, args.judge_model, args.judge_runs, args.judge_base_url, gold=args.gold,
                   calibration_size=args.calibration_size, calls=_call_settings(args), timeout=args.timeout)
         record = run.manifest().get("judge", {}).get(protocol, {}).get("outcome")
@@ -270,19 +294,13 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     cmp_.set_defaults(func=_cmd_compare)
 
 
-DEFAULT_CONTEXT_BUDGET = 1000
-BUDGET_LIMIT = 100  # the most results one search returns (memworker's cap)
-
-
 def _retrieval(args: argparse.Namespace) -> tuple[int, int | None]:
     """(top_k, context_budget): a budget of 1,000 tokens by default, ``--top-k`` alone means top-k."""
     if args.context_budget is not None and args.context_budget < 1:
         raise CliError("--context-budget must be a positive number of tokens")
     if args.top_k is not None and args.top_k < 1:
         raise CliError("--top-k must be at least 1")
-    if args.context_budget is None and args.top_k is not None:
-        return args.top_k, None
-    return min(args.top_k or BUDGET_LIMIT, BUDGET_LIMIT), args.context_budget or DEFAULT_CONTEXT_BUDGET
+    return retrieval(args.top_k, args.context_budget)
 
 
 def _answer_options(p: argparse.ArgumentParser, default_model: str = "extractive", server: bool = True) -> None:

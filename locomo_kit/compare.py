@@ -26,7 +26,7 @@ import numpy as np
 
 from locomo_kit.costs import cost
 from locomo_kit.dataset import CATEGORY_NAMES
-from locomo_kit.runs import RunFolder, runs_root
+from locomo_kit.runs import RunFolder, known_runs, runs_root
 from locomo_kit.scoring.aggregate import bootstrap_ci
 from locomo_kit.scoring.judge import SENTINEL
 
@@ -89,7 +89,7 @@ def resolve(run: str | Path) -> RunFolder:
     folder = RunFolder(str(run))
     if folder.exists():
         return folder
-    known = sorted(d.name for d in runs_root().iterdir() if (d / "manifest.json").is_file()) if runs_root().is_dir() else []
+    known = known_runs()
     hint = f" Known runs: {', '.join(known[:12])}" if known else ""
     raise CompareError(f"No run folder {run!r} (neither a path with a manifest.json nor a run id under {runs_root()}).{hint}")
 

@@ -65,7 +65,8 @@ def _download(url: str, dest: Path, timeout: float, env_var: str, name: str) -> 
 
 
 def _fetch_pinned(dest: Path, source: str, expected_sha256: str, force: bool, timeout: float, *, env_var: str,
-                  name: str, what: str) -> Path:
+                  name: str, what: str, origin: str | None = None) -> Path:
+    """``origin``: where ``source`` came from, for messages (default: ``env_var``)."""
     if dest.exists() and not force:
         if sha256_file(dest) == expected_sha256:
             return dest
@@ -84,8 +85,8 @@ def _fetch_pinned(dest: Path, source: str, expected_sha256: str, force: bool, ti
             src = Path(source).expanduser()
             if not src.is_file():
                 raise DataFetchError(
-                    f"{env_var} points to {src}, which is not a file. Point it at {name} or unset it to download "
-                    "the pinned copy."
+                    f"{origin or env_var} points to {src}, which is not a file. Point it at {name}, or leave it "
+                    "out to download the pinned copy."
                 )
             shutil.copyfile(src, tmp)
         got = sha256_file(tmp)
@@ -93,6 +94,9 @@ def _fetch_pinned(dest: Path, source: str, expected_sha256: str, force: bool, ti
             raise DataFetchError(
                 f"{source} has sha256 {got}, expected {expected_sha256}: not the pinned {what}. Nothing was written."
             )
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make the data readable by its owner only
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
@@ -113,9 +117,10 @@ def fetch_dataset(
     URL. An existing ``dest`` with the right checksum is kept unless ``force``.
     """
     dest = Path(dest) if dest else default_dataset_path()
+    origin = "--source" if source else None
     source = source or os.environ.get("LOCOMO_SOURCE") or LOCOMO_URL
     return _fetch_pinned(dest, source, expected_sha256, force, timeout, env_var="LOCOMO_SOURCE",
-                         name="locomo10.json", what="LoCoMo release")
+                         name="locomo10.json", what="LoCoMo release", origin=origin)
 
 
 def default_audit_path() -> Path:
@@ -140,4 +145,5 @@ def fetch_audit(dest: Path | None = None, source: str | None = None, *, force: b
     """Place the verified LoCoMo audit (dial481/locomo-audit ``errors.json``) at ``dest``; return its path."""
     dest = Path(dest) if dest else default_audit_path()
     return _fetch_pinned(dest, source or default_audit_source(), AUDIT_SHA256, force, timeout,
-                         env_var="LOCOMO_AUDIT_SOURCE", name=AUDIT_FILE, what="LoCoMo audit (errors.json)")
+                         env_var="LOCOMO_AUDIT_SOURCE", name=AUDIT_FILE, what="LoCoMo audit (errors.json)",
+                         origin="--audit-source" if source else None)

@@ -202,6 +202,13 @@ def parse_sample(sample: Any, position: int = 0) -> Conversation:
     )
 
 
+def _refetch_hint(path: Path) -> str:
+    """How to replace a damaged copy, for the project's own copy (another file is the user's own)."""
+    if path.resolve() != default_dataset_path().resolve():
+        return ""
+    return ". Replace it with the pinned release: `locomo-kit data fetch --force` (with LOCOMO_SOURCE=… offline)"
+
+
 def load_dataset(path: str | Path | None = None) -> list[Conversation]:
     """Read and validate the whole LoCoMo file (default ``data/locomo10.json``)."""
     path = Path(path) if path else default_dataset_path()
@@ -213,9 +220,10 @@ def load_dataset(path: str | Path | None = None) -> list[Conversation]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise DatasetError(f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise DatasetError(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}, column {exc.colno})"
+                           f"{_refetch_hint(path)}") from None
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path} is not UTF-8 text: {exc}") from None
+        raise DatasetError(f"{path} is not UTF-8 text: {exc}{_refetch_hint(path)}") from None
     if not isinstance(raw, list) or not raw:
         raise DatasetError(f"{path} is not LoCoMo: expected a non-empty list of samples at the top level")
     conversations = [parse_sample(s, i) for i, s in enumerate(raw)]

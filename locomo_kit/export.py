@@ -25,6 +25,7 @@ def question_rows(run: RunFolder) -> list[dict[str, Any]]:
         raise RuntimeError(f"No answers in {run.path}: nothing to export")
     key = answers[0]["config_key"]
     scores = {(s["sample_id"], int(s["question_index"])): s for s in load_scores(run, key)}
+    audited = {(s["sample_id"], int(s["question_index"])): s for s in load_scores(run, key, "audited")}
     judged: dict[tuple[str, int], dict[str, Any]] = {}
     for j in load_judgements(run):
         if j["answer_config_key"] != key:
@@ -42,14 +43,20 @@ def question_rows(run: RunFolder) -> list[dict[str, Any]]:
                "question_index": a["question_index"], "category": a["category"], "category_name": a["category_name"],
                "question": a["question"], "gold": a.get("gold"), "prediction": a["prediction"],
                "answerer": a["answerer"], "source": a["source"], "top_k": a.get("top_k"),
+               "context_budget": a.get("context_budget"),
                "prompt_version": a["prompt_version"], "memories_used": a.get("memories_used"),
                "search_latency_ms": a.get("search_latency_ms"), "answer_latency_ms": a.get("answer_latency_ms"),
                "input_tokens": a.get("input_tokens"), "output_tokens": a.get("output_tokens"),
                "context_tokens": a.get("context_tokens"),
                "locomo_f1": s.get("locomo_f1"), "mem0_f1": s.get("mem0_f1"), "bleu1": s.get("bleu1"),
-               "answer_in_context": s.get("answer_in_context"), "coverage_method": s.get("coverage_method")}
+               "answer_in_context": s.get("answer_in_context"), "coverage_method": s.get("coverage_method"),
+               "evidence_recall": s.get("evidence_recall")}
         for k, v in (s.get("evidence_coverage") or {}).items():
             row[f"evidence_coverage{k}"] = v
+        if q in audited:  # scored with --gold both: the audited key's scores beside the original's
+            t = audited[q]
+            row.update({"audit_changed_gold": t.get("gold_changed"), "locomo_f1_audited": t.get("locomo_f1"),
+                        "mem0_f1_audited": t.get("mem0_f1"), "bleu1_audited": t.get("bleu1")})
         row.update(judged.get(q, {}))
         rows.append(row)
     return rows

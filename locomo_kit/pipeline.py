@@ -11,6 +11,8 @@ judge); a paid model is used only when named (``anthropic/…``, ``auto``) or by
 
 from __future__ import annotations
 
+import os
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,12 +25,26 @@ from locomo_kit.ingest import IngestSummary, check_health, ingest, worker_capabi
 from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.paths import default_dataset_path
 from locomo_kit.runs import RunConfig, RunFolder, default_ingest_id, ingestion_folder, utc_now
-from locomo_kit.worker_client import WorkerClient
+from locomo_kit.worker_client import WorkerClient, WorkerUnavailable
 from locomo_kit.worker_identity import (check_ingestion_held, check_run_worker, ingestion_generations, ingestion_state,
                                        worker_identity)
 
 EMBEDDED = "embedded"
 TOP_K_RANGE = (1, 100)
+DEFAULT_CONTEXT_BUDGET = 1000
+BUDGET_LIMIT = TOP_K_RANGE[1]  # the most results one search returns (memworker's cap)
+
+
+def retrieval(top_k: int | None = None, context_budget: int | None = None) -> tuple[int, int | None]:
+    """(top_k, context_budget) as the CLI and the notebooks read their options: a budget of 1,000 tokens
+    by default (``top_k`` then caps the memories, at most 100); ``top_k`` alone means top-k, no budget."""
+    if context_budget is not None and context_budget < 1:
+        raise ValueError("the context budget must be a positive number of tokens")
+    if top_k is not None and not TOP_K_RANGE[0] <= top_k <= TOP_K_RANGE[1]:
+        raise ValueError(f"top_k must be {TOP_K_RANGE[0]}-{TOP_K_RANGE[1]}")
+    if context_budget is None and top_k is not None:
+        return top_k, None
+    return min(top_k or BUDGET_LIMIT, BUDGET_LIMIT), context_budget or DEFAULT_CONTEXT_BUDGET
 JUDGE_RUNS_RANGE = (1, 50)
 
 
@@ -66,11 +82,35 @@ def connect(worker_url: str, folder: RunFolder, ready_timeout: float = 120.0) ->
             yield client
         return
     with WorkerClient(worker_url) as client:
+        _say_if_waiting(client)
         client.health()  # raises WorkerUnavailable / WorkerAuthError with a clear message
         health = client.wait_until_ready(timeout=ready_timeout)
         client.identity = {**worker_identity(worker_url, client.base_url, health),  # type: ignore[attr-defined]
                            **worker_capabilities(health)}
         yield client
+
+
+def _say_if_waiting(client: WorkerClient) -> None:
+    """One quick try first: when nothing answers, say so (and where the URL came from) before the
+    client's retries wait for a Worker that may be restarting."""
+    if client.restart_window < 1:
+        return  # the retries take no noticeable time
+    probe = WorkerClient(client.base_url, retries=0, restart_window=0)
+    try:
+        probe.health()
+    except WorkerUnavailable as exc:
+        import httpx
+
+        if not isinstance(exc.__cause__, httpx.ConnectError):
+            return  # not a Worker still starting (a bad URL, a reset): the real call says what
+        source = " (from LOCOMO_WORKER_URL)" if os.environ.get("LOCOMO_WORKER_URL", "").rstrip("/") == client.base_url \
+            else ""
+        print(f"no Worker answers at {client.base_url}{source}; retrying for up to {client.restart_window:.0f} s",
+              file=sys.stderr, flush=True)
+    except Exception:  # noqa: BLE001 - any other answer is the real call's to report
+        pass
+    finally:
+        probe.close()
 
 
 def _strategy_key(query_strategy: str) -> str | None:

@@ -100,9 +100,17 @@ class RunConfig:
         return hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True, default=str).encode()).hexdigest()[:8]
 
     def label(self) -> str:
-        """Human-readable: ``extractive, top_k 8, memory`` (what the report's title names)."""
-        parts = [self.answer_model, f"top_k {self.top_k}" if self.source == "memory" else "full conversation"]
-        parts += [f"{k} {v}" for k, v in sorted(self.extra.items()) if v is not None]
+        """Human-readable: ``extractive, top_k 8`` or ``extractive, context budget 1,000 tokens (≤ 100
+        memories)`` (what the report's title names)."""
+        budget = self.extra.get("context_budget")
+        if self.source != "memory":
+            where = "full conversation"
+        elif budget:
+            where = f"context budget {budget:,} tokens (≤ {self.top_k} memories)"
+        else:
+            where = f"top_k {self.top_k}"
+        parts = [self.answer_model, where]
+        parts += [f"{k} {v}" for k, v in sorted(self.extra.items()) if v is not None and k != "context_budget"]
         return ", ".join(parts)
 
     def run_id(self) -> str:
@@ -114,6 +122,15 @@ class RunConfig:
 
 def runs_root() -> Path:
     return outputs_dir() / "runs"
+
+
+def known_runs(prefix: str = "") -> list[str]:
+    """Ids of the runs under ``runs/`` that hold answers (ingestion folders hold none), sorted."""
+    root = runs_root()
+    if not root.is_dir():
+        return []
+    return sorted(d.name for d in root.glob(f"{prefix}*")
+                  if (d / "manifest.json").is_file() and (d / "answers.jsonl").is_file())
 
 
 def ingestion_folder(ingest_id: str) -> "RunFolder":

@@ -31,7 +31,8 @@ from typing import Any, Callable, Iterator
 import httpx
 
 DEFAULT_URL = "http://127.0.0.1:37777"
-START_HINT = "start it with `python -m memworker --port {port}` (or `claude-mem start`), or pass --worker-url"
+START_HINT = ("start it with `.venv/bin/python -m memworker --port {port}` (or `claude-mem start`), "
+              "or pass --worker-url (default: $LOCOMO_WORKER_URL, else the embedded memworker)")
 DEFAULT_CWD = "/locomo-kit"  # a non-empty working directory for transcript tool uses
 JSON_STRING_FIELDS = ("facts", "concepts", "files_read", "files_modified", "metadata")
 

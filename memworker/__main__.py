@@ -31,13 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
         "set as MEMWORKER_<OPTION> (e.g. MEMWORKER_PORT=37777). The bearer token is read from MEMWORKER_TOKEN "
         "only (never a command-line option, which other users can see).",
     )
-    defaults = Settings()
+    defaults, described = Settings(), Settings.descriptions()
     for f in fields(Settings):
         if f.name in ("token", "llm_api_key"):
             continue
         default = getattr(defaults, f.name)
+        what = described.get(f.name, "").replace("%", "%%")
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(default), default=None,
-                            help=f"default: {default!r}")
+                            help=f"{what} (default: {default!r})" if what else f"default: {default!r}")
     parser.add_argument("--allow-unauthenticated", action="store_true",
                         help="serve a non-loopback address without a token (anyone who can reach it can read, "
                         "write and delete memories)")

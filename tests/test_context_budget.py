@@ -27,6 +27,29 @@ def ns(**kw) -> argparse.Namespace:
     return argparse.Namespace(**{"top_k": None, "context_budget": None, **kw})
 
 
+def test_the_library_reads_top_k_and_budget_as_the_cli_does():
+    import locomo_kit as lk
+
+    assert lk.retrieval() == (100, 1000) and lk.retrieval(8) == (8, None) and lk.retrieval(5, 500) == (5, 500)
+    with pytest.raises(ValueError, match="positive"):
+        lk.retrieval(None, 0)
+    with pytest.raises(ValueError, match="1-100"):
+        lk.retrieval(101)
+
+
+def test_auto_says_what_it_chose(monkeypatch, capsys):
+    from locomo_kit.cli import _say_auto
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    _say_auto("answer", "auto")
+    _say_auto("answer", "extractive")  # only auto is announced
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    _say_auto("judge", "auto")
+    assert capsys.readouterr().out.splitlines() == [
+        "answer model: auto → extractive (ANTHROPIC_API_KEY is not set)",
+        "judge model: auto → anthropic/claude-sonnet-4-6 (ANTHROPIC_API_KEY is set)"]
+
+
 def test_budget_is_the_default_and_top_k_alone_means_top_k():
     assert _retrieval(ns()) == (100, 1000)
     assert _retrieval(ns(top_k=8)) == (8, None)

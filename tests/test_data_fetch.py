@@ -88,6 +88,18 @@ def test_cli_fetch_and_stats(dataset_path, tmp_path, monkeypatch, capsys):
     assert '"conversations": 1' in capsys.readouterr().out
 
 
+def test_cli_says_when_a_source_is_not_read(dataset_path, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LOCOMO_SOURCE", str(dataset_path))
+    assert main(["data", "fetch"]) == 0
+    capsys.readouterr()
+    assert main(["data", "fetch", "--source", str(tmp_path / "other.json")]) == 0  # the copy is kept, unread
+    out = capsys.readouterr().out
+    assert "locomo10.json was already there and verified, so --source was not read (add --force" in out
+    assert main(["data", "fetch", "--source", str(tmp_path / "other.json"), "--force"]) == 1
+    assert capsys.readouterr().err.startswith("locomo-kit: error: --source points to")
+
+
 def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("LOCOMO_SOURCE", str(tmp_path / "nothing.json"))

@@ -104,9 +104,14 @@ def test_missing_file_says_how_to_fetch(tmp_path):
         load_dataset(tmp_path / "nope.json")
 
 
-def test_invalid_json_says_where(tmp_path):
-    with pytest.raises(DatasetError, match=r"not valid JSON: .* line 2, column"):
-        load_dataset(_write(tmp_path, '[\n{"sample_id": }]'))
+def test_invalid_json_says_where(tmp_path, monkeypatch):
+    with pytest.raises(DatasetError, match=r"not valid JSON \(.*, line 2, column \d+\)$"):
+        load_dataset(_write(tmp_path, '[\n{"sample_id": }]'))  # the user's own file: no fetch hint
+    monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path / "data"))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "locomo10.json").write_text('[{"sample_id": ')
+    with pytest.raises(DatasetError, match=r"line 1, column \d+\)\. Replace it .*`locomo-kit data fetch --force`"):
+        load_dataset()  # the project's copy, damaged: how to replace it
 
 
 @pytest.mark.parametrize("content", ['{"a": 1}', "[]", '"text"'])

@@ -159,6 +159,16 @@ def test_worker_down_one_line_and_nothing_written(tmp_path, capsys, monkeypatch)
     assert not (tmp_path / "outputs").exists()
 
 
+def test_a_wait_for_a_worker_that_is_down_is_announced(capsys, monkeypatch):
+    monkeypatch.setenv("LOCOMO_WORKER_RESTART_WINDOW", "1")
+    url = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("LOCOMO_WORKER_URL", url)
+    assert main(["verify", "--sample", "conv-26"]) == 1
+    first, second = capsys.readouterr().err.strip().splitlines()
+    assert first == f"no Worker answers at {url} (from LOCOMO_WORKER_URL); retrying for up to 1 s"
+    assert second.startswith(f"locomo-kit: error: Worker not running at {url} (start it with `.venv/bin/python -m")
+
+
 def test_worker_answering_garbage(tmp_path, capsys):
     garbage = FastAPI()
 

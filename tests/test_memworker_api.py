@@ -169,3 +169,14 @@ def test_instructions_are_stored_as_quotes(api):
     meta = json.loads(row["metadata"])
     assert row["type"] == "quote" and meta["instruction_like"] is True and meta["importance"] == 0.1
     assert row["narrative"].startswith("Melanie said on 8 May 2023:")
+
+
+def test_every_memworker_option_says_what_it_does():
+    from memworker.__main__ import build_parser
+
+    options = [a for a in build_parser()._actions if any(o.startswith("--") for o in a.option_strings)]
+    assert len(options) > 40
+    for action in options:
+        assert action.help and not action.help.startswith("default:"), action.option_strings
+    text = " ".join(build_parser().format_help().split())
+    assert "a memory merges into one of the same speaker's" in text and "(default: 0.85)" in text

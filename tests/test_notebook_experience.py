@@ -52,15 +52,26 @@ def test_export_one_row_per_question_with_every_score(judged_run, fmt, capsys):
     assert f"{out}: 81 rows" in capsys.readouterr().out
     frame = pd.read_csv(out) if fmt == "csv" else pd.read_parquet(out)
     assert len(frame) == 81 and frame[["sample_id", "question_index"]].drop_duplicates().shape[0] == 81
-    for col in ("question", "gold", "prediction", "top_k", "locomo_f1", "mem0_f1", "bleu1", "evidence_coverage@8",
-                "answer_in_context", "j_mem0", "j_mem0_judge"):
+    for col in ("question", "gold", "prediction", "top_k", "context_budget", "locomo_f1", "mem0_f1", "bleu1",
+                "evidence_coverage@8", "evidence_recall", "answer_in_context", "j_mem0", "j_mem0_judge"):
         assert col in frame.columns, col
     assert set(frame["j_mem0_judge"]) == {"fake/judge-z"} and frame["locomo_f1"].between(0, 1).all()
 
 
-def test_export_without_a_run_is_a_clear_error(capsys):
+def test_export_has_the_audited_scores_when_the_run_was_scored_with_both_keys(judged_run, capsys):
+    assert main(["score", "--run-id", "exp", "--sample", "conv-30", "--gold", "both"]) == 0
+    out = judged_run.path / "both.csv"
+    assert main(["export", "exp", "--output", str(out)]) == 0
+    frame = pd.read_csv(out)
+    assert {"locomo_f1_audited", "mem0_f1_audited", "bleu1_audited", "audit_changed_gold"} <= set(frame.columns)
+    assert frame["audit_changed_gold"].any() and (frame["context_budget"] == 1000).all()
+
+
+def test_export_without_a_run_is_a_clear_error(judged_run, capsys):
     assert main(["export", "no-such-run"]) == 1
-    assert "No run at" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "No run at" in err and "Known runs: exp" in err
+    assert "conv-30-transcript" not in err  # the ingestion folder holds no answers: not offered as a run
 
 
 def test_category_figure_has_intervals_and_names_the_judge(judged_run, monkeypatch, tmp_path):

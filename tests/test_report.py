@@ -71,6 +71,10 @@ def test_a_budgeted_run_labels_its_retrieval_by_the_budget(reported_run):
     assert f"evidence within the 1,000-token context: {100 * statistics.mean(recall):.1f}%" in text
     assert "all (within 1,000 tokens)" in text and "| context budget | 1,000 tokens |" in text
     assert "top 100" not in text and "in the top 8" not in text
+    assert "context budget 1,000 tokens (≤ 100 memories)" in run.manifest()["config_label"]
+    examples = text[text.index("### Category"):text.index("## 7.")]
+    # spans of several turns are one list item each: no line of the examples starts mid-memory
+    assert " / " in examples and all(not line or line.startswith(("- ", "**", "### ")) for line in examples.splitlines())
 
 
 def test_report_numbers_are_recomputed_from_records(reported_run, dataset):

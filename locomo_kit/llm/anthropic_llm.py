@@ -35,8 +35,8 @@ class AnthropicLLM:
             raise LLMConfigError("The anthropic provider needs the SDK: pip install anthropic==2.14.0") from exc
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
-            raise LLMConfigError("anthropic/… needs an API key: export ANTHROPIC_API_KEY=… "
-                                 "(or use --answer-model extractive for an offline run)")
+            raise LLMConfigError(f"anthropic/{model} needs an API key: export ANTHROPIC_API_KEY=… (offline and "
+                                 "free: --answer-model extractive to answer, no --judge-model to score F1 only)")
         self._anthropic = anthropic
         self.model = model
         self.api_version = api_version or os.environ.get("LOCOMO_ANTHROPIC_API_VERSION") or None

@@ -240,7 +240,9 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     sec = lambda v: None if v is None else v / 1000  # noqa: E731
     lines += ["## 3. Latency and tokens against Mem0", "",
               "Seconds per question (p50/p95) and context tokens per question. This run's context tokens are "
-              "characters/4 of the memories given to the answerer; "
+              "characters/4 of the whole context block given to the answerer: the memories with their date, type "
+              "and source labels, under a two-line header (a context budget counts the memories' own text only, "
+              "so this figure runs above it); "
               + ("its answering time is the extractive rules', not an LLM's, so only search latency compares." if floor
                  else "answering time includes the LLM call as made from this machine."), ""]
     rows = [["this run", sec(lat["search"]["p50"]), sec(lat["search"]["p95"]), sec(lat["total"]["p50"]),
@@ -264,7 +266,8 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     lines += ["## 5. Retrieval diagnostics (no LLM involved)", "",
               "Evidence coverage@k: share of a question's evidence turns among the turns the top-k retrieved memories "
               "came from (exact turn ids when the Worker reports them, else text overlap). Answer in context: every "
-              "normalised gold token appears in the retrieved memories."
+              "normalised gold token appears in the retrieved memories. n counts the questions that list evidence turns "
+              "(a few LoCoMo questions list none: 2 of conv-26's category 3), so it can be below the answered count."
               + (f" With a context budget the results are spans of turns packed to {budget:,} tokens: @k counts the "
                  f"first k spans, \"all\" everything within the budget." if budget else ""), ""]
     rows = [[f"{c} {diag[c]['name']}" if c != "overall" else "overall", diag[c]["count"]]
@@ -296,7 +299,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
             lines.append(f"**{title} {len(items)}**")
             lines.append("")
             for e in items:
-                mems = "; ".join(x.replace("|", "/") for x in e["memories"]) or "no memories"
+                mems = "; ".join(" / ".join(x.replace("|", "/").split("\n")) for x in e["memories"]) or "no memories"
                 lines.append(f"- {e['sample_id']} q{e['question_index']} (F1 {e['f1']:.2f}): {e['question']} "
                              f"— gold *{e['gold']}*, answer *{e['prediction']}*. Memories: {mems}")
             lines.append("")
