@@ -283,10 +283,13 @@ def _fmt(v: float | None, unit: str) -> str:
 def table_lines(result: dict[str, Any]) -> list[str]:
     """The paired table as Markdown: per category and metric, each run's mean, then each difference."""
     runs = result["runs"]
-    header = ["category", "metric", "n"] + [r["run_id"] for r in runs]
-    for r in runs[1:]:
-        header += [f"{r['run_id']} − {runs[0]['run_id']} [95% CI]", "MDD", "verdict"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    letters = [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(len(runs))]
+    legend = "; ".join(f"**{x}** = `{r['run_id']}`" + (" (baseline)" if i == 0 else "")
+                       for i, (x, r) in enumerate(zip(letters, runs)))
+    header = ["category", "metric", "n"] + letters
+    for x in letters[1:]:
+        header += [f"{x} − A [95% CI]", "MDD", "verdict"]
+    lines = [f"Runs: {legend}.", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in result["rows"]:
         cells = [f"{row['category']} {row['name']}" if row["category"] != "overall" else "overall", row["label"],
                  str(row["n"])] + [_fmt(m, row["unit"]) for m in row["means"]]
