@@ -88,6 +88,18 @@ def test_cli_fetch_and_stats(dataset_path, tmp_path, monkeypatch, capsys):
     assert '"conversations": 1' in capsys.readouterr().out
 
 
+def test_fetched_files_follow_the_umask(dataset_path, tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        dest = fetch_dataset(tmp_path / "locomo10.json", source=str(dataset_path))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o644  # not mkstemp's 0600: others may read the data
+
+
 def test_cli_says_when_a_source_is_not_read(dataset_path, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("LOCOMO_SOURCE", str(dataset_path))
