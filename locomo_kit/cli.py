@@ -97,6 +97,8 @@ def _say_auto(role: str, spec: str | None) -> None:
 
     chosen = resolve_auto(spec, DEFAULT_ANSWER_MODEL if role == "answer" else DEFAULT_JUDGE_MODEL)
     why = "ANTHROPIC_API_KEY is set" if os.environ.get("ANTHROPIC_API_KEY") else "ANTHROPIC_API_KEY is not set"
+    if chosen == "extractive" and role == "judge":
+        chosen = "no judge (F1 only)"  # there is no extractive judge
     print(f"{role} model: auto → {chosen} ({why})")
 
 

@@ -45,6 +45,8 @@ def retrieval(top_k: int | None = None, context_budget: int | None = None) -> tu
     if context_budget is None and top_k is not None:
         return top_k, None
     return min(top_k or BUDGET_LIMIT, BUDGET_LIMIT), context_budget or DEFAULT_CONTEXT_BUDGET
+
+
 JUDGE_RUNS_RANGE = (1, 50)
 
 

@@ -27,6 +27,23 @@ PLACEMENT_SETTINGS = frozenset({"host", "port", "db_path", "token", "llm_api_key
                                 "search_concurrency", "max_attempts", "retry_base_seconds", "chunk_memories"})
 
 
+# settings that change the memories a Worker forms from the same conversation (not how it searches them)
+FORMATION_SETTINGS = frozenset({"embedder", "extractor", "llm_provider", "llm_model", "llm_base_url",
+                                "dedup_threshold"})
+
+
+def formation_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between two identities in how their memories were formed: name, version, and the
+    settings in :data:`FORMATION_SETTINGS` (a search setting may change over the same memories)."""
+    changes = [f"{key} {old[key]} → {new[key]}" for key in ("name", "version")
+               if old.get(key) is not None and new.get(key) is not None and old[key] != new[key]]
+    a, b = old.get("settings"), new.get("settings")
+    if isinstance(a, dict) and isinstance(b, dict):
+        changes += [f"setting {k} {json.dumps(a.get(k))} → {json.dumps(b.get(k))}" for k in sorted(FORMATION_SETTINGS)
+                    if k in a and k in b and a[k] != b[k]]
+    return changes
+
+
 class WorkerMismatch(RuntimeError):
     """The Worker now answering is not the one a run's or an ingestion's records came from."""
 
@@ -106,6 +123,7 @@ def check_ingestion_held(client: WorkerClient, ingestion: RunFolder, conversatio
     """
     recorded = ingestion.manifest().get("ingest", {}).get("worker") or {}
     old_instance, new_instance = recorded.get("instance_id"), identity.get("instance_id")
+    formed = formation_changes(recorded, identity)
     notes = []
     for conv in conversations:
         done = done_sessions(ingestion, conv.sample_id, mode)
@@ -122,6 +140,11 @@ def check_ingestion_held(client: WorkerClient, ingestion: RunFolder, conversatio
                                            "deleted_observations": 0, "generation": uuid.uuid4().hex[:12],
                                            "reason": why, "at": utc_now()})
             notes.append(f"{why}: ingesting {conv.sample_id} again")
+        elif formed:
+            raise WorkerMismatch(
+                f"the memories of {project} were formed by another Worker ({'; '.join(formed[:4])}): they are not "
+                f"reused. Run `locomo-kit ingest --sample {conv.sample_id} --force` to forget them and ingest again "
+                f"with this one (or give it its own ingestion with --ingest-id NAME)")
         elif other_instance:
             raise WorkerMismatch(
                 f"the Worker at {client.base_url} is another instance ({old_instance} → {new_instance}) holding "

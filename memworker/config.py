@@ -37,12 +37,12 @@ class Settings:
     expand_min_sim: float = 0.4  # query expansion: a project word's least cosine with the query word
     expand_weight: float = 0.6  # query expansion: BM25 weight of an added word, times its cosine
     feedback_docs: int = 5  # dense relevance feedback: centroid of the best memories' stored embeddings (0: off)
-    feedback_weight: float = 0.07  # … each memory gains this times the z-score of its cosine with it
+    feedback_weight: float = 0.07  # dense relevance feedback: each memory gains this × the z-score of its cosine with the centroid
     session_weight: float = 0.6  # BM25 weight of the whole session, added to each of its memories
     span_gap: int = 1  # with a context budget: hits this many turns apart merge into one span
     span_max_turns: int = 5  # with a context budget: the most turns one span holds
     query_embedder: str = "static"  # static: per-piece vectors distilled from MiniLM (~1 ms) | full: the ingestion model
-    static_cache: str = ""  # file of the distilled vectors (default: beside the database)
+    static_cache: str = ""  # file of the distilled vectors; empty: beside the database
     dedup_threshold: float = 0.85  # a memory merges into one of the same speaker's with at least this embedding cosine (above 1: never)
     now: str = "latest"  # "latest" (newest memory of the project), "wall", or an ISO date
     max_body_bytes: int = 5_000_000  # largest request body accepted
@@ -62,7 +62,11 @@ class Settings:
         import inspect
         import re
 
-        found = (re.match(r"    (\w+): [^=]+=.*?  # (.+)$", line) for line in inspect.getsource(cls).splitlines())
+        try:
+            source = inspect.getsource(cls)
+        except (OSError, TypeError):  # installed without its source: options keep their defaults as help
+            return {}
+        found = (re.match(r"    (\w+): [^=]+=.*?  # (.+)$", line) for line in source.splitlines())
         return {m.group(1): m.group(2) for m in found if m}
 
     @classmethod

@@ -510,12 +510,13 @@ class Store:
 
     def _speakers_of(self, ids) -> dict[int, str | None]:
         """Each memory's speaker (None where it has none), read in the writer's transaction."""
-        ids = list(ids)
-        if not ids:
-            return {}
-        rows = self.conn.execute(f"SELECT id, json_extract(metadata, '$.speaker') FROM observations WHERE id IN "
-                                 f"({','.join('?' * len(ids))})", ids).fetchall()
-        return {int(r[0]): r[1] for r in rows}
+        ids, out = list(ids), {}
+        for start in range(0, len(ids), 900):  # under SQLite's smallest limit of bound parameters (999)
+            part = ids[start:start + 900]
+            rows = self.conn.execute(f"SELECT id, json_extract(metadata, '$.speaker') FROM observations WHERE id IN "
+                                     f"({','.join('?' * len(part))})", part).fetchall()
+            out.update({int(r[0]): r[1] for r in rows})
+        return out
 
     def dense_candidates(self, project: str, vec: np.ndarray, n: int) -> dict[int, float]:
         with self.lock:

@@ -43,10 +43,12 @@ def test_auto_says_what_it_chose(monkeypatch, capsys):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     _say_auto("answer", "auto")
     _say_auto("answer", "extractive")  # only auto is announced
+    _say_auto("judge", "auto")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     _say_auto("judge", "auto")
     assert capsys.readouterr().out.splitlines() == [
         "answer model: auto → extractive (ANTHROPIC_API_KEY is not set)",
+        "judge model: auto → no judge (F1 only) (ANTHROPIC_API_KEY is not set)",
         "judge model: auto → anthropic/claude-sonnet-4-6 (ANTHROPIC_API_KEY is set)"]
 
 

@@ -68,6 +68,9 @@ def test_export_has_the_audited_scores_when_the_run_was_scored_with_both_keys(ju
 
 
 def test_export_without_a_run_is_a_clear_error(judged_run, capsys):
+    ingestion = locomo_kit.runs.runs_root() / "conv-30-transcript-embedded-hashing"  # as `ingest` names one
+    ingestion.mkdir(parents=True, exist_ok=True)
+    (ingestion / "manifest.json").write_text("{}")
     assert main(["export", "no-such-run"]) == 1
     err = capsys.readouterr().err
     assert "No run at" in err and "Known runs: exp" in err

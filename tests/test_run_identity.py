@@ -227,3 +227,33 @@ def test_where_a_worker_runs_is_not_part_of_its_identity():
     assert identity_changes(a, b) == []
     c = worker_identity("embedded", "x", {"name": "memworker", "version": "1", "settings": {"w_recency": 0.0}})
     assert identity_changes(a, c) == ["setting w_recency 0.2 → 0.0"]
+
+
+def test_memories_formed_by_another_worker_version_are_not_reused(capsys):
+    from locomo_kit.runs import default_ingest_id, ingestion_folder
+
+    assert main(["ingest", "--sample", "conv-30"]) == 0
+    folder = ingestion_folder(default_ingest_id("conv-30", "transcript", "embedded"))
+    manifest_path = folder.path / "manifest.json"
+
+    def record(**changes):  # what the ingestion says about the Worker that formed its memories
+        m = json.loads(manifest_path.read_text())
+        worker = m["ingest"]["worker"]
+        for key, value in changes.items():
+            if key in ("version", "name"):
+                worker[key] = value
+            else:
+                worker["settings"][key] = value
+        manifest_path.write_text(json.dumps(m))
+
+    record(speaker_boost=0.9)  # a search setting: the same memories serve
+    assert main(["ingest", "--sample", "conv-30"]) == 0
+    assert "19 already done" in capsys.readouterr().out
+    record(version="0.1.0", dedup_threshold=0.5)  # how the memories were formed
+    assert main(["ingest", "--sample", "conv-30"]) == 1
+    err = capsys.readouterr().err
+    assert "formed by another Worker (version 0.1.0 → " in err and "setting dedup_threshold 0.5 → 0.85" in err
+    assert "locomo-kit ingest --sample conv-30 --force" in err
+    assert main(["ingest", "--sample", "conv-30", "--force"]) == 0
+    assert "19 sessions done, 0 already done" in capsys.readouterr().out
+    assert main(["ingest", "--sample", "conv-30"]) == 0  # recorded anew by this Worker
