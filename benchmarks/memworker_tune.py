@@ -3,7 +3,8 @@
 Choose on the tuning split; the held-out split only reports.
 
 Memories come from memworker's own ingestion (rule extractor, MiniLM embeddings) of every
-LoCoMo session, stored once in a database under outputs/bench/ (reused on later runs). For each
+LoCoMo session, stored once in a database under outputs/bench/ (reused on later runs, and built
+again when another memworker version formed it). For each
 configuration it prints evidence recall (categories 1-4) of the top 10 single memories and within
 500 and 1,000 tokens of spans, on both splits, and writes outputs/bench/memworker_tune.json.
 
@@ -30,6 +31,7 @@ import numpy as np
 from locomo_kit import adapter
 from locomo_kit.dataset import all_questions, load_dataset
 from locomo_kit.paths import default_dataset_path, outputs_dir
+import memworker
 from memworker.config import Settings
 from memworker.retrieval import ProjectIndex, RetrievalParams
 from memworker.service import MemoryService
@@ -115,6 +117,21 @@ def evaluate_service(svc: MemoryService, project: str, questions) -> dict[str, l
     return out
 
 
+def built_by_file(db: Path) -> Path:
+    """Beside the database: the memworker version that formed its memories."""
+    return db.with_name(db.name + ".memworker-version")
+
+
+def stale(db: Path) -> str | None:
+    """Why a reused database no longer describes this memworker's memories (None when it does or is absent)."""
+    if not db.exists():
+        return None
+    recorded = built_by_file(db).read_text().strip() if built_by_file(db).is_file() else None
+    if recorded != memworker.__version__:
+        return f"{db} was built by memworker {recorded or 'of unknown version'}, this is {memworker.__version__}"
+    return None
+
+
 BUDGET_CURVE = (1000, 1250, 1500, 2000, 3000)
 RANK_BINS = ((0, 20, "ranks 1-20"), (20, 40, "ranks 21-40"), (40, 100, "ranks 41-100"), (100, 10**9, "rank > 100"))
 
@@ -180,10 +197,16 @@ def main() -> None:
     args = ap.parse_args()
     dataset = load_dataset(default_dataset_path())
     db = Path(args.db)
+    why = stale(db)
+    if why:
+        print(f"{why}: building it again")
+        for old in (db, *db.parent.glob(db.name + "-*"), built_by_file(db)):
+            old.unlink(missing_ok=True)
     if not db.exists():
         db.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         build_db(db, dataset)
+        built_by_file(db).write_text(memworker.__version__)
         print(f"built {db} in {time.perf_counter() - t0:.0f} s")
     svc = MemoryService(Settings(db_path=str(db), embedder="hashing"))
     s = Settings()

@@ -46,3 +46,17 @@ def test_misses_are_counted_by_evidence_count_and_rank():
     assert m["recall_by_budget"]["tuning 0-4"][1000] == round((1 + 1 + 0) / 3, 4)
     assert "held-out 5-9" not in m["recall_by_budget"]  # no held-out conversation given
     tune.print_misses(m)  # prints without error
+
+
+def test_a_database_formed_by_another_memworker_is_not_reused(tmp_path):
+    import memworker
+
+    tune = tune_module()
+    db = tmp_path / "tune.db"
+    assert tune.stale(db) is None  # nothing to reuse
+    db.write_bytes(b"")
+    assert "of unknown version" in tune.stale(db)
+    tune.built_by_file(db).write_text("0.1.0")
+    assert f"built by memworker 0.1.0, this is {memworker.__version__}" in tune.stale(db)
+    tune.built_by_file(db).write_text(memworker.__version__)
+    assert tune.stale(db) is None
