@@ -569,6 +569,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
     _add_compare(sub)
+    from locomo_kit.leaderboard_cli import add_parser as add_leaderboard
+
+    add_leaderboard(sub)
     return parser
 
 
