@@ -357,6 +357,10 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
                            top_k=k, context_budget=b, log=log, **entry.run_kwargs(), **run_options)
 
         try:
+            if entry.name not in ("memworker", "claude-mem"):
+                from locomo_kit.systems.registry import resolve
+
+                resolve(entry.name)  # its adapter and packages, before any work: a missing one says what to install
             outcome.runs = run_budgets(budgets, run_one, config_run, protocol, log, sample, dataset_path)
         except KeyboardInterrupt:
             raise
