@@ -13,6 +13,7 @@ from locomo_kit.report.completeness import banners
 from locomo_kit.report.errors import analyse
 from locomo_kit.report.figures import write_figures
 from locomo_kit.report.run_warnings import run_warnings
+from locomo_kit.report.sessions import session_lines
 from locomo_kit.report.system_facts import fact_rows, source_phrase
 from locomo_kit.runs import RunFolder, utc_now
 
@@ -282,6 +283,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     lines += ["Evidence recall (\"all\"): coverage over every memory retrieved (k = top_k). MRR: mean of 1/rank of the first retrieved memory holding an evidence turn (0 when none is in the "
               "top k). NDCG@k: binary gains, a rank counts when it brings an evidence turn not seen above it; the "
               "ideal puts one at each of the first min(#evidence, k) ranks.", ""]
+    lines += session_lines(s["diagnostics"])
     search_lat = s["latency_ms"]["search"]
     if search_lat.get("n"):
         lines += [f"Search latency beside these (ms, {search_lat['n']} questions): p50 {_f(search_lat['p50'])}, "
