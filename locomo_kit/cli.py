@@ -144,6 +144,7 @@ def _print_run(result) -> int:
     print(f"{done}official F1 {f1['mean']:.1f}% over {summary['questions']} questions "
           f"({result.run.manifest().get('config_label', summary['answerer_label'])})")
     print(f"report:  {report}")
+    print(f"html:    {report.with_suffix('.html')} (with the question explorer)")
     print(f"figures: {report.parent / 'figures'} ({len(result.figures)} PNG)")
     return max(_finish(result.outcomes, result.run), _ingest_outcome(result.run))
 
@@ -268,6 +269,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     report, figures, _ = run_report(_existing_run(args), args.sample)
     print(f"report:  {report}")
+    print(f"html:    {report.with_suffix('.html')} (with the question explorer)")
     print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")
     return 0
 
@@ -297,7 +299,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug(
             "__vs__".join(r["run_id"] for r in result["runs"]) + ("__audited" if args.gold == "audited" else ""))
         paths = write_comparison(result, folder)
-        print(f"comparison: {paths['markdown']} (+ compare.json, compare.png)")
+        print(f"comparison: {paths['markdown']} (+ compare.html, compare.json, compare.png)")
     return 0
 
 
@@ -557,8 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="gold key: original (the released answers, comparable to published numbers), audited "
                     "(the LoCoMo audit's corrected answers and evidence ids), or both (default)")
     sc.set_defaults(func=_cmd_score)
-    rep = sub.add_parser("report", help="write report.md and figures for a run",
-                         description="Write report.md and figures/*.png into the run folder from its records.")
+    rep = sub.add_parser("report", help="write report.md, report.html and figures for a run",
+                         description="Write report.md, report.html (with the question explorer) and figures/*.png into the run folder from its records.")
     _worker_options(rep)
     _answer_options(rep, server=False)
     _source_options(rep)

@@ -12,6 +12,7 @@ from locomo_kit.report.baselines import FOOTNOTES, LOCOMO_F1, MEM0_F1, MEM0_J, M
 from locomo_kit.report.completeness import banners
 from locomo_kit.report.errors import analyse
 from locomo_kit.report.figures import write_figures
+from locomo_kit.report.html import write_run_html
 from locomo_kit.report.run_warnings import run_warnings
 from locomo_kit.report.sessions import session_lines
 from locomo_kit.report.system_facts import fact_rows, source_phrase
@@ -321,5 +322,6 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text("\n".join(lines), encoding="utf-8")
     tmp.replace(path)
-    run.update_manifest(report={"written_at": utc_now(), "path": str(path)})
+    html = write_run_html(run, conversations, path)
+    run.update_manifest(report={"written_at": utc_now(), "path": str(path), "html": str(html)})
     return path, figures, s
