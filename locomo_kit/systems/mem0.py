@@ -56,6 +56,10 @@ class Mem0System(MemorySystem):
         self._host: SystemHost | None = None
         self._versions: dict[str, str] = {}
 
+    @classmethod
+    def declared_version(cls) -> str | None:
+        return MEM0_VERSION
+
     @property
     def infer(self) -> bool:
         return self.llm is not None

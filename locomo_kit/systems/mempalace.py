@@ -67,6 +67,10 @@ class MemPalaceSystem(MemorySystem):
         self._locators: dict[str, TurnLocator] = {}
         self._conversations: dict[str, Conversation] = {}
 
+    @classmethod
+    def declared_version(cls) -> str | None:
+        return MEMPALACE_VERSION
+
     def open(self) -> None:
         if self._host is not None:
             return
@@ -121,13 +125,17 @@ class MemPalaceSystem(MemorySystem):
         hits = call(self._host, self.name, "search", conversation=conversation_id, query=query, n_results=top_k)
         latency = (time.perf_counter() - start) * 1000
         locator = self._locator_for(conversation_id)
+        conv = self._conversations.get(conversation_id)
+        dates = {s.number: s.date_time for s in conv.sessions} if conv else {}
         memories = []
         for hit in hits[:top_k]:
             session = _session_number(hit.get("source_file"))
+            # MemPalace orders by a fused vector + BM25 score it does not return: score stays None, and its
+            # vector similarity and BM25 score go into the metadata
             memories.append(Memory(text=hit["text"], source_turns=locator.turns_of(hit["text"]) if locator else [],
-                                   score=hit.get("score"), id=hit.get("id"), session=session,
-                                   metadata={k: hit.get(k) for k in ("room", "bm25_score", "matched_via",
-                                                                     "source_file")}))
+                                   score=None, id=hit.get("id"), session=session, date=dates.get(session),
+                                   metadata={"similarity": hit.get("score")} | {
+                                       k: hit.get(k) for k in ("room", "bm25_score", "matched_via", "source_file")}))
         return SearchResult(memories, latency)
 
     def _locator_for(self, conversation_id: str) -> TurnLocator | None:
