@@ -13,6 +13,7 @@ from locomo_kit.report.completeness import banners
 from locomo_kit.report.errors import analyse
 from locomo_kit.report.figures import write_figures
 from locomo_kit.report.run_warnings import run_warnings
+from locomo_kit.report.system_facts import fact_rows, source_phrase
 from locomo_kit.runs import RunFolder, utc_now
 
 FULL_QUESTIONS = 1540
@@ -54,6 +55,8 @@ def sample_note(summary: dict) -> str:
 
 
 def _consistency(c: Any) -> str:
+    if isinstance(c, dict) and c.get("why"):
+        return str(c["why"])
     if not isinstance(c, dict) or not c.get("probes"):
         return "not checked"
     state = "consistent" if c.get("consistent") else f"NOT consistent ({c.get('found')} of {c.get('probes')} found)"
@@ -153,7 +156,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     retrieved = (f"; evidence within the {budget:,}-token context: {_f(diag.get('overall', {}).get('recall_all'))}%"
                  if budget else f"; evidence retrieved in the top 8: {_f(coverage)}%" if coverage is not None else "")
     lines += [f"**Summary.** {', '.join(s['samples'])}: {s['questions']} questions answered by {label} from "
-              f"{'memories retrieved from ' + str(m.get('worker', {}).get('name', 'the Worker')) if s['source'] == 'memory' else 'the full conversation'}"
+              f"{source_phrase(m, s['source'])}"
               f"; official F1 {_f(f1['overall']['mean'])}% "
               f"[{_f(f1['overall']['ci_low'])}, {_f(f1['overall']['ci_high'])}]"
               + retrieved + ".", "",
@@ -164,7 +167,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
 
     worker = m.get("worker", {})
     judges = s["judge"]["models"]
-    facts = [["run id", s["run_id"]], ["worker", f"{worker.get('name', '–')} {worker.get('version') or ''} ({worker.get('url', '–')})"],
+    facts = [["run id", s["run_id"]], *fact_rows(m),
              ["ingestion mode", str(m.get("parameters", {}).get("mode", "–"))],
              ["answer source", s["source"]], ["answerer", label], ["top_k", _f(s["top_k"])], ["context budget", f"{budget:,} tokens" if budget else "–"],
              ["configuration id", str(m.get("config_id", "–"))],
