@@ -74,7 +74,7 @@ def pct(values: list[float]) -> dict[str, float]:
 
 def bench_system(system: str, convs: list[Conversation], budget: int, work: Path) -> dict:
     store = work / system
-    locators = {c.sample_id: TurnLocator(c) for c in convs}
+    locators = {c.sample_id: TurnLocator.of(c) for c in convs}
     asked = [(c, q) for c in convs for q in questions(c)]
     print(f"{system}: {len(convs)} conversation(s), {len(asked)} questions (categories 1-4 with evidence)",
           flush=True)

@@ -32,7 +32,8 @@ def mem0_store(tmp_path_factory) -> Path:
 
 class TestMem0Contract(SystemContract):
     @pytest.fixture(scope="class")
-    def system(self, mem0_store):
+    @classmethod
+    def system(cls, mem0_store):
         with create("mem0", mem0_store / "contract") as s:
             yield s
 

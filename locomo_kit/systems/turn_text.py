@@ -29,6 +29,11 @@ def turn_line(session: Session, turn: Turn) -> str:
     return line
 
 
+def conversation_lines(conv: Conversation) -> list[tuple[str, str]]:
+    """(dia_id, :func:`turn_line`) of every turn of the conversation, in order."""
+    return [(t.dia_id, turn_line(s, t)) for s in conv.sessions for t in s.turns]
+
+
 def _norm(text: str) -> str:
     return _SPACE.sub(" ", text).strip().casefold()
 
@@ -36,12 +41,16 @@ def _norm(text: str) -> str:
 class TurnLocator:
     """Maps text a system returns to the dia_ids of the turns it came from."""
 
-    def __init__(self, conv: Conversation):
-        self.lines: list[tuple[str, str]] = [(t.dia_id, _norm(turn_line(s, t))) for s in conv.sessions
-                                             for t in s.turns]
+    def __init__(self, lines: list[tuple[str, str]]):
+        """``lines``: (dia_id, rendered line) of every turn of the conversation."""
+        self.lines: list[tuple[str, str]] = [(dia, _norm(line)) for dia, line in lines]
         self._exact: dict[str, list[str]] = {}
         for dia_id, line in self.lines:
             self._exact.setdefault(line, []).append(dia_id)
+
+    @classmethod
+    def of(cls, conv: Conversation) -> "TurnLocator":
+        return cls(conversation_lines(conv))
 
     def turns_of(self, text: str, min_fragment: int = 12) -> list[str]:
         """Source turns of ``text``, in order of appearance: each line is a whole turn or a piece of one
