@@ -117,7 +117,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                      calibration_size=args.calibration_size, judge_base_url=args.judge_base_url,
                      calls=_call_settings(args), timeout=args.timeout, context_budget=budget,
                      query_strategy=args.query_strategy, consistency_timeout=args.consistency_timeout,
-                     session_timeout=args.session_timeout, ingest_id=args.ingest_id)
+                     session_timeout=args.session_timeout, ingest_id=args.ingest_id, limit=args.limit)
     summary, report = result.summary, result.report
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     done = "" if result.ok else "PARTIAL: "
@@ -155,7 +155,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, top_k,
                               args.source, args.include_adversarial, args.concurrency, args.answer_base_url,
                               calls=_call_settings(args), timeout=args.timeout, context_budget=budget,
-                              query_strategy=args.query_strategy, ingest_id=args.ingest_id)
+                              query_strategy=args.query_strategy, ingest_id=args.ingest_id, limit=args.limit)
     for note in summary.outcome.notes:
         print(f"WARNING: {note}")
     print(summary.line())
@@ -177,7 +177,8 @@ def _existing_run(args: argparse.Namespace):
     top_k, budget = _retrieval(args)
     config = run_config(args.sample, args.worker_url, args.mode, args.answer_model, top_k,
                         getattr(args, "source", "memory"), getattr(args, "include_adversarial", False),
-                        context_budget=budget, query_strategy=_strategy_key(args.query_strategy))
+                        context_budget=budget, query_strategy=_strategy_key(args.query_strategy),
+                        limit=getattr(args, "limit", None))
     run = resolve_run(config, args.run_id)
     if not run.exists():
         others = known_runs(f"{args.sample}-")
@@ -314,6 +315,9 @@ def _answer_options(p: argparse.ArgumentParser, default_model: str = "extractive
                    "memworker merges hits into spans of whole turns, other Workers' results are cut to fit")
     p.add_argument("--top-k", type=int_in(1, BUDGET_LIMIT), help=f"memories retrieved per question instead of a "
                    f"budget, 1-{BUDGET_LIMIT} (with --context-budget: at most this many; default {BUDGET_LIMIT})")
+    p.add_argument("--limit", type=int_in(1, 100_000), metavar="N", help="only the first N questions of each sample, "
+                   "in the dataset's order: a smoke test of a configuration before a full or paid run (a run of its "
+                   "own, named ...-qN)")
     if server:
         p.add_argument("--answer-base-url", "--llm-base-url", dest="answer_base_url",
                        help="the answerer's server: an OpenAI-compatible base URL for openai/<model> "

@@ -117,6 +117,8 @@ class RunConfig:
         model = self.answer_model.split("/")[-1]
         budget = self.extra.get("context_budget")
         where = ("fullctx" if self.source != "memory" else f"b{budget}" if budget else f"k{self.top_k}")
+        if self.extra.get("limit"):
+            where += f"-q{self.extra['limit']}"  # the first N questions of each sample
         return slug(f"{self.sample}-{self.mode}-{worker_slug(self.worker_url)}-{model}-{where}")[:70] + f"-{self.key()}"
 
 
