@@ -120,7 +120,8 @@ def _run_one(args: argparse.Namespace, budget: int | None, answer_model: str, ju
                    calibration_size=args.calibration_size, judge_base_url=args.judge_base_url,
                    calls=_call_settings(args), timeout=args.timeout, context_budget=budget,
                    query_strategy=args.query_strategy, consistency_timeout=args.consistency_timeout,
-                   session_timeout=args.session_timeout, ingest_id=args.ingest_id)
+                   session_timeout=args.session_timeout, ingest_id=args.ingest_id, system=args.system,
+                   source=args.source)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -143,6 +144,7 @@ def _print_run(result) -> int:
     print(f"{done}official F1 {f1['mean']:.1f}% over {summary['questions']} questions "
           f"({result.run.manifest().get('config_label', summary['answerer_label'])})")
     print(f"report:  {report}")
+    print(f"html:    {report.with_suffix('.html')} (with the question explorer)")
     print(f"figures: {report.parent / 'figures'} ({len(result.figures)} PNG)")
     return max(_finish(result.outcomes, result.run), _ingest_outcome(result.run))
 
@@ -174,7 +176,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, top_k,
                               args.source, args.include_adversarial, args.concurrency, args.answer_base_url,
                               calls=_call_settings(args), timeout=args.timeout, context_budget=budget,
-                              query_strategy=args.query_strategy, ingest_id=args.ingest_id)
+                              query_strategy=args.query_strategy, ingest_id=args.ingest_id, system=args.system)
     for note in summary.outcome.notes:
         print(f"WARNING: {note}")
     print(summary.line())
@@ -196,7 +198,7 @@ def _existing_run(args: argparse.Namespace):
     top_k, budget = _retrieval(args)
     config = run_config(args.sample, args.worker_url, args.mode, args.answer_model, top_k,
                         getattr(args, "source", "memory"), getattr(args, "include_adversarial", False),
-                        context_budget=budget, query_strategy=_strategy_key(args.query_strategy))
+                        system=args.system, context_budget=budget, query_strategy=_strategy_key(args.query_strategy))
     run = resolve_run(config, args.run_id)
     if not run.exists():
         others = known_runs(f"{args.sample}-")
@@ -267,6 +269,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     report, figures, _ = run_report(_existing_run(args), args.sample)
     print(f"report:  {report}")
+    print(f"html:    {report.with_suffix('.html')} (with the question explorer)")
     print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")
     return 0
 
@@ -296,7 +299,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug(
             "__vs__".join(r["run_id"] for r in result["runs"]) + ("__audited" if args.gold == "audited" else ""))
         paths = write_comparison(result, folder)
-        print(f"comparison: {paths['markdown']} (+ compare.json, compare.png)")
+        print(f"comparison: {paths['markdown']} (+ compare.html, compare.json, compare.png)")
     return 0
 
 
@@ -402,8 +405,12 @@ def _worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
     p.add_argument("--worker-url", default=os.environ.get("LOCOMO_WORKER_URL", "embedded"),
                    help="Worker base URL, or 'embedded' to start memworker for the run "
                    "(default: $LOCOMO_WORKER_URL, else embedded); token from $LOCOMO_WORKER_TOKEN")
+    p.add_argument("--system", help="the memory system: memworker (default: the embedded reference Worker), "
+                   "claude-mem (with --worker-url), bm25, dense, mempalace, mem0 (docs/systems.md); default: "
+                   "claude-mem when --worker-url names a Worker, else memworker")
     p.add_argument("--mode", choices=["transcript", "turns"], default="transcript",
-                   help="transcript: one Read per session (default); turns: each turn saved via memory/save")
+                   help="transcript: one Read per session (default); turns: each turn saved via memory/save "
+                   "(Worker systems; the others store what their adapter stores)")
     if not run_id:  # ingest and verify: the run folder that holds the ingestion
         p.add_argument("--ingest-id", "--run-id", dest="ingest_id", help="folder name under outputs/runs for the "
                        "ingestion (default: derived from sample, mode and worker, shared by the runs that use it)")
@@ -416,10 +423,15 @@ def _worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
 
 
 def _source_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", choices=["memory", "full-context"], default="memory",
-                   help="memory: answer from retrieved memories (default); full-context: from the whole conversation "
-                   "(needs an LLM answerer)")
+    _source_option(p)
     p.add_argument("--include-adversarial", action="store_true", help="also answer category 5")
+
+
+def _source_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", choices=["memory", "full-context", "oracle"], default="memory",
+                   help="memory: answer from retrieved memories (default); full-context: from the whole conversation "
+                   "(needs an LLM answerer); oracle: from each question's gold evidence turns only (no memory "
+                   "system: isolates the answerer)")
 
 
 def _session_timeout_option(p: argparse.ArgumentParser) -> None:
@@ -443,7 +455,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     conversations, _ = load(args.sample)
     folder, summary = run_ingest(args.sample, args.worker_url, args.mode, args.ingest_id, force=args.force,
                                  session_timeout=args.session_timeout, poll_interval=args.poll_interval,
-                                 consistency_timeout=args.consistency_timeout)
+                                 consistency_timeout=args.consistency_timeout, system=args.system)
     for note in getattr(summary, "notes", []):
         print(note)
     print_summary(summary)
@@ -457,7 +469,14 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from locomo_kit.ingest import format_verification, verify
     from locomo_kit.pipeline import connect, load, resolve_ingestion
 
+    from locomo_kit.systems.registry import is_worker, system_name
+
     conversations, _ = load(args.sample)
+    name = system_name(args.system, args.worker_url)
+    if not is_worker(name):
+        from locomo_kit.systems.verify import verify_system
+
+        return verify_system(name, conversations, args.ingest_id)
     run = resolve_ingestion(args.sample, args.mode, args.worker_url, args.ingest_id)
     if args.worker_url == "embedded" and not run.exists():
         raise CliError(f"No ingestion at {run.path}: ingest first (locomo-kit ingest --sample {args.sample})")
@@ -540,8 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="gold key: original (the released answers, comparable to published numbers), audited "
                     "(the LoCoMo audit's corrected answers and evidence ids), or both (default)")
     sc.set_defaults(func=_cmd_score)
-    rep = sub.add_parser("report", help="write report.md and figures for a run",
-                         description="Write report.md and figures/*.png into the run folder from its records.")
+    rep = sub.add_parser("report", help="write report.md, report.html and figures for a run",
+                         description="Write report.md, report.html (with the question explorer) and figures/*.png into the run folder from its records.")
     _worker_options(rep)
     _answer_options(rep, server=False)
     _source_options(rep)
@@ -566,6 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
     _call_options(run)
     _consistency_option(run)
     _session_timeout_option(run)
+    _source_option(run)
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
     _add_compare(sub)

@@ -49,7 +49,7 @@ from typing import Any, ClassVar
 from locomo_kit.dataset import Conversation, Session
 
 
-class MemorySystemError(Exception):
+class MemorySystemError(RuntimeError):
     """A call to a memory system failed (recorded against the session or question)."""
 
 
@@ -158,6 +158,11 @@ class MemorySystem(ABC):
     def __init__(self, store: Path, **options: Any) -> None:
         self.store = Path(store)
         self.options = options
+
+    @classmethod
+    def declared_version(cls) -> str | None:
+        """The version, when known without starting anything (it then names the run id); else None."""
+        return None
 
     def open(self) -> None:
         """Start what the system needs; called once before any other call."""

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ class SystemSpec:
     description: str = ""
     requires: tuple[str, ...] = ()
     pip: str | None = None
+    install: tuple[str, ...] = ()  # requirements the kit installs itself on first use (pip, this environment)
 
 
 SYSTEMS: dict[str, SystemSpec] = {}
@@ -47,7 +51,7 @@ for _spec in (
                "a claude-mem Worker at --worker-url (its HTTP API)"),
     SystemSpec("bm25", "locomo_kit.systems.bm25", "BM25System",
                "BM25 (bm25s) over single turns with their session dates",
-               requires=("bm25s",), pip="pip install 'bm25s==0.3.16'"),
+               requires=("bm25s",), pip="pip install 'bm25s==0.3.16'", install=("bm25s==0.3.16",)),
     SystemSpec("dense", "locomo_kit.systems.dense", "DenseSystem",
                "MiniLM (int8 ONNX) cosine over single turns with their session dates"),
     SystemSpec("mempalace", "locomo_kit.systems.mempalace", "MemPalaceSystem",
@@ -73,9 +77,13 @@ def resolve(name: str) -> type[MemorySystem]:
     """The adapter class of ``name`` (its module imported now, not before)."""
     s = spec(name)
     missing = [m for m in s.requires if importlib.util.find_spec(m) is None]
+    if missing and s.install and os.environ.get("LOCOMO_NO_AUTO_INSTALL") != "1":
+        _install(s)
+        missing = [m for m in s.requires if importlib.util.find_spec(m) is None]
     if missing:
+        command = f"{sys.executable} -m {s.pip}" if s.pip and s.pip.startswith("pip ") else s.pip
         raise MissingDependency(f"the {name} system needs {', '.join(missing)}, which is not installed: run "
-                                f"`{s.pip}` (in the kit's environment, e.g. .venv/bin/{s.pip})", s.pip)
+                                f"`{command}`", s.pip)
     try:
         module = importlib.import_module(s.module)
     except ModuleNotFoundError as exc:
@@ -87,6 +95,19 @@ def resolve(name: str) -> type[MemorySystem]:
     if not (isinstance(cls, type) and issubclass(cls, MemorySystem)):
         raise TypeError(f"{s.module}.{s.attr} is not a MemorySystem")
     return cls
+
+
+def _install(s: SystemSpec) -> None:
+    """Install ``s.install`` into this environment (the first use of the system), saying so; a failure
+    (no network, no pip) is reported by the caller with the command to run by hand."""
+    print(f"locomo-kit: the {s.name} system needs {', '.join(s.install)}: installing it into {sys.prefix} "
+          f"(first use; LOCOMO_NO_AUTO_INSTALL=1 to refuse)", file=sys.stderr, flush=True)
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *s.install], capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        tail = [line for line in proc.stderr.splitlines() if "is ignored" not in line][-5:]
+        print("locomo-kit: pip failed: " + " | ".join(tail), file=sys.stderr)
+    importlib.invalidate_caches()
 
 
 def create(name: str, store: Path, **options: Any) -> MemorySystem:
