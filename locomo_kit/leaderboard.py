@@ -110,9 +110,20 @@ class LeaderboardResult:
 
 
 def _label(manifest: dict[str, Any], fallback: str) -> str:
+    """``bm25 0.3.16``; with the system's own label of what it ran as, when it gives one
+    (``mem0 2.2.1 (Mem0 without LLM extraction)``)."""
     ident = manifest.get("system") or manifest.get("worker") or {}
     name, version = ident.get("name") or fallback, ident.get("version")
-    return f"{name} {version}" if version else name
+    label = f"{name} {version}" if version else name
+    own = (ident.get("settings") or {}).get("label")
+    return f"{label} ({own})" if isinstance(own, str) and own else label
+
+
+def switched_off(manifest: dict[str, Any]) -> list[str]:
+    """What the system reports it switched off offline (its identity's ``switched_off_offline``)."""
+    ident = manifest.get("system") or manifest.get("worker") or {}
+    off = (ident.get("settings") or {}).get("switched_off_offline") or []
+    return [str(x) for x in (off if isinstance(off, list) else [off])]
 
 
 def ingest_seconds(run: RunFolder) -> float | None:
@@ -430,8 +441,10 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
             m = o.runs[0].run.manifest()
             ident = m.get("system") or m.get("worker") or {}
             runs = ", ".join(f"`{r.run.run_id}`" + (" (reused)" if r.reused else "") for r in o.runs)
+            off = switched_off(m)
             md.append(f"- **{_label(m, o.entry.name)}** ({ident.get('url') or o.entry.worker_url}): runs {runs}; "
-                      f"settings `{json.dumps(ident.get('settings') or {}, sort_keys=True, default=str)}`")
+                      + (f"switched off offline: {'; '.join(off)}; " if off else "")
+                      + f"settings `{json.dumps(ident.get('settings') or {}, sort_keys=True, default=str)}`")
     md.append("")
     png = figure(rows, folder / "leaderboard.png", title) if rows else None
     paths: dict[str, Path] = {"markdown": folder / "leaderboard.md", "csv": folder / "leaderboard.csv",
