@@ -96,8 +96,11 @@ def resolve(run: str | Path) -> RunFolder:
 
 def _label(manifest: dict, answers: list[dict], run_id: str) -> str:
     a = answers[0]
-    worker = manifest.get("worker", {}).get("name", "?")
-    if a.get("source") not in (None, "memory"):
+    w = manifest.get("system") or manifest.get("worker") or {}
+    worker = f"{w.get('name', '?')} {w.get('version') or ''}".strip()
+    if a.get("source") == "oracle":
+        retrieval = "oracle: gold evidence turns only"
+    elif a.get("source") not in (None, "memory"):
         retrieval = "full conversation"
     elif a.get("context_budget"):
         retrieval = f"context budget {a['context_budget']:,} tokens (≤ {a.get('top_k')} results)"
