@@ -274,7 +274,7 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     conversations, sha = load(sample, dataset_path)
     config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
                         top_k, source, include_adversarial, system=system, context_budget=context_budget,
-                        query_strategy=_strategy_key(query_strategy), **extra)
+                        query_strategy=_strategy_key(query_strategy), system_options=system_options or None, **extra)
     name = system_name(system, worker_url) if source == "memory" else None
     spec = config.answer_model
     if spec == "extractive" and source == "full-context":
@@ -496,7 +496,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
                 preflight(llm)
     outcomes: list[Outcome] = []
     config = run_config(sample, worker_url, mode, answer_model, top_k, source, system=system,
-                        context_budget=context_budget, query_strategy=_strategy_key(query_strategy), **extra)
+                        context_budget=context_budget, query_strategy=_strategy_key(query_strategy),
+                        system_options=system_options or None, **extra)
     run = resolve_run(config, run_id)
     name = system_name(system, worker_url)
     if source == "memory":
