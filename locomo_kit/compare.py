@@ -343,6 +343,8 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
     """``compare.md``, ``compare.json`` and ``compare.png`` in ``folder``."""
     import json
 
+    from locomo_kit.report.html import write_compare_html
+
     folder.mkdir(parents=True, exist_ok=True)
     png = figure(result, folder / "compare.png")
     runs = result["runs"]
@@ -356,4 +358,5 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
     md += ["## Paired table", ""] + table_lines(result) + ["", f"![paired differences]({png.name})", ""]
     (folder / "compare.md").write_text("\n".join(md), encoding="utf-8")
     (folder / "compare.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
-    return {"markdown": folder / "compare.md", "json": folder / "compare.json", "figure": png}
+    html = write_compare_html(folder / "compare.md", title=f"Comparison: {', '.join(r['run_id'] for r in runs)}")
+    return {"markdown": folder / "compare.md", "json": folder / "compare.json", "figure": png, "html": html}

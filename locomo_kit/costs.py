@@ -76,8 +76,11 @@ class Plan:
     max_output_tokens: int  # if every reply used max_tokens
     batch: bool = False
     prices: dict | None = None
+    local: bool = False  # a local (non-hosted) server: nothing is paid per token
 
     def _usd(self, output_tokens: int) -> float | None:
+        if self.local:
+            return 0.0
         usd = cost(self.model, self.input_tokens, output_tokens, self.prices)
         return None if usd is None else usd * (BATCH_DISCOUNT if self.batch else 1.0)
 
@@ -91,7 +94,11 @@ class Plan:
         return self._usd(self.max_output_tokens)
 
     def line(self) -> str:
-        if self.usd is None:
+        if self.local:
+            price = "no cost (a local server)"
+        elif self.usd is None and not self.model.startswith("anthropic/"):
+            price = "no cost (no price for it in prices.json)"
+        elif self.usd is None:
             price = "unknown price (add the model to prices.json)"
         else:
             price = f"~${self.usd:,.2f} (at most ${self.max_usd:,.2f})" + (" at the 50% batch price" if self.batch else "")
@@ -99,8 +106,10 @@ class Plan:
                 f"~{self.input_tokens:,} input and ~{self.output_tokens:,} output tokens, {price}")
 
 
-def plan(what: str, model: str, requests: list, already_done: int, output_per_call: int, batch: bool = False) -> Plan:
+def plan(what: str, model: str, requests: list, already_done: int, output_per_call: int, batch: bool = False,
+         local: bool = False) -> Plan:
     """A :class:`Plan` for ``requests`` (:class:`~locomo_kit.llm.base.LLMRequest`), tokens from their text."""
     return Plan(what, model, len(requests), already_done,
                 sum(prompt_tokens(r.system, r.messages) for r in requests),
-                sum(min(output_per_call, r.max_tokens) for r in requests), sum(r.max_tokens for r in requests), batch)
+                sum(min(output_per_call, r.max_tokens) for r in requests), sum(r.max_tokens for r in requests), batch,
+                local=local)

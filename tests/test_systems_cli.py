@@ -109,3 +109,37 @@ def test_the_registry_imports_a_system_only_when_asked():
             "assert 'bm25s' not in sys.modules and 'locomo_kit.systems.dense' not in sys.modules; "
             "from locomo_kit.systems import resolve; resolve('bm25'); assert 'locomo_kit.systems.bm25' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_ingestion_is_reused_only_while_the_system_holds_it(tmp_path, capsys):
+    import locomo_kit as lk
+    from locomo_kit.worker_identity import WorkerMismatch
+
+    folder, summary = lk.ingest("conv-30", system="bm25")
+    assert summary.succeeded and len(summary.ingested) == 19
+    assert lk.ingest("conv-30", system="bm25")[1].skipped == 19  # idempotent: nothing sent again
+    (folder.path / "memories.sqlite").unlink()  # the store is gone: ingested again, and said so
+    for extra in ("-wal", "-shm"):
+        (folder.path / f"memories.sqlite{extra}").unlink(missing_ok=True)
+    _, again = lk.ingest("conv-30", system="bm25")
+    assert len(again.ingested) == 19 and "holds none of conv-30's 369 memories" in again.notes[0]
+    with pytest.raises(WorkerMismatch, match="formed by another bm25 .*setting k1 1.5 → 1.2.*--force"):
+        lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2})
+    _, forced = lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2}, force=True)
+    assert len(forced.ingested) == 19
+
+
+def test_dense_run_names_the_system_and_stores_its_vectors(capsys, tmp_path):
+    import sqlite3
+
+    assert main(["run", "--sample", "conv-30", "--system", "dense"]) == 0
+    report = report_of(capsys.readouterr().out)
+    assert report.parent.name.startswith("conv-30-dense-1.0.0-extractive-b1000-")
+    head = report.read_text().split("## 1.")[0]
+    assert "dense 1.0.0, extractive" in head and "| memory system | dense 1.0.0 (in-process) |" in head
+    manifest = json.loads((report.parent / "manifest.json").read_text())
+    assert manifest["system"]["settings"]["similarity"] == "cosine"
+    store = tmp_path / "outputs" / "runs" / "conv-30-dense-1.0.0" / "memories.sqlite"
+    with sqlite3.connect(store) as db:
+        rows, vectors = db.execute("SELECT COUNT(*), SUM(LENGTH(vector)) FROM memories").fetchone()
+    assert rows == 369 and vectors == 369 * 384 * 4  # one float32 MiniLM vector per turn

@@ -94,7 +94,10 @@ class AnthropicLLM:
         except self._anthropic.APIStatusError as exc:
             raise classify_status(exc.status_code, f"anthropic {exc.status_code} from {self.base_url}: {exc}",
                                   _retry_after(exc)) from exc
-        except (self._anthropic.APIConnectionError, self._anthropic.APITimeoutError) as exc:
+        except self._anthropic.APITimeoutError as exc:
+            raise RetryableError(f"anthropic call to {self.base_url}: timed out: no reply within {self.timeout:g} s (--timeout)",
+                                 timed_out=True) from exc
+        except self._anthropic.APIConnectionError as exc:
             raise RetryableError(f"anthropic connection to {self.base_url}: {exc}") from exc
         return self.completion_from(resp, params, (time.perf_counter() - start) * 1000)
 

@@ -33,10 +33,12 @@ class RetryableError(LLMError):
     slows down for everyone, not only for the thread that was told.
     """
 
-    def __init__(self, message: str, retry_after: float | None = None, throttled: bool = False) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, throttled: bool = False,
+                 timed_out: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.throttled = throttled
+        self.timed_out = timed_out  # no reply in time: the server may still be computing it
 
 
 @dataclass

@@ -10,11 +10,15 @@ shared call pool or Message Batches.
 3. sends one preflight call per model and server, which stops on 401/403/400/404 before any work;
 4. runs the calls on the shared pool (``--concurrency``, RPM/TPM) or as Message Batches (``--batch``).
 Every outcome reaches ``on_result``; a failed call carries its error and is never a result.
+
+A local server (:func:`is_local`: an OpenAI-compatible server that is not a known hosted API)
+costs nothing per token, and the pool paces itself to it (see :mod:`locomo_kit.llm.pool`).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -22,6 +26,7 @@ from locomo_kit.costs import plan as make_plan, prompt_tokens
 from locomo_kit.llm.base import LLM, Completion, LLMConfigError, LLMError, LLMRequest, RequestRejected, with_retries
 from locomo_kit.llm.cache import CachedLLM, request_key
 from locomo_kit.llm.pool import CallOutcome, PoolSettings, run_pool
+from locomo_kit.llm import servers
 
 DEFAULT_CONCURRENCY = 16
 
@@ -73,6 +78,37 @@ class ExecutionSummary:
 
 _preflighted: set[tuple] = set()
 _preflight_lock = threading.Lock()
+
+
+def is_local(llm: LLM) -> bool:
+    """An OpenAI-compatible server that is not a known hosted API (loopback, private, unknown)."""
+    base, _ = unwrap(llm)
+    return base.provider == "openai" and not servers.is_hosted(getattr(base, "base_url", None))
+
+
+def idle_waiter(base_url: str, max_wait: float, poll: float = 2.0, clock=time.monotonic, sleep=time.sleep):
+    """``wait(stopped)``: return once the server computes nothing (as far as it says, see
+    :func:`~locomo_kit.llm.servers.server_busy`), after ``max_wait`` s, or when ``stopped()``."""
+    def wait(stopped) -> None:
+        deadline = clock() + max_wait
+        while not stopped() and clock() < deadline:
+            if servers.server_busy(base_url) is not True:
+                return
+            sleep(poll)
+    return wait
+
+
+def pool_settings(llm: LLM, settings: CallSettings) -> PoolSettings:
+    """The pool's settings for ``llm``'s server: a local one is paced (one call at first, its slots
+    when it reports them) and a timed-out call waits for it to be idle before it is resent."""
+    pool = settings.pool()
+    if is_local(llm):
+        base, _ = unwrap(llm)
+        url = base.base_url  # type: ignore[attr-defined]
+        pool.local = True
+        pool.slots = servers.reported_slots(url)
+        pool.wait_idle = idle_waiter(url, max_wait=float(getattr(base, "timeout", servers.LOCAL_TIMEOUT)))
+    return pool
 
 
 def unwrap(llm: LLM) -> tuple[LLM, object | None]:
@@ -132,14 +168,21 @@ def execute(llm: LLM, requests: list[LLMRequest], on_result: Callable[[CallOutco
             log(f"{stage}: all {len(requests):,} calls already made (cache); nothing to spend")
         return summary
     model = f"{base.provider}/{base.model}"
-    p = make_plan(stage, model, list(pending.values()), already_done + summary.cached, output_per_call, settings.batch)
+    p = make_plan(stage, model, list(pending.values()), already_done + summary.cached, output_per_call, settings.batch,
+                  local=is_local(llm))
     summary.plan_line = p.line()
     log(p.line())
+    pool = None if settings.batch else pool_settings(llm, settings)
+    if pool is not None and pool.local:
+        slots = f"it reports {pool.slots} slot(s)" if pool.slots else "it reports no slots"
+        log(f"{stage}: {base.base_url} is a local server ({slots}): {pool.slots or 1} call(s) in flight at first, "  # type: ignore[attr-defined]
+            f"then as many as it serves without queueing (at most {min(settings.concurrency, pool.slots or 10**9)}); "
+            f"{getattr(base, 'timeout', 0):.0f} s per call at most")
     if settings.max_cost is not None and (p.max_usd is None or p.max_usd > settings.max_cost):
         limit = "unknown" if p.max_usd is None else f"${p.max_usd:,.2f}"
         raise SpendRefused(f"{stage}: the plan may cost up to {limit}, above --max-cost ${settings.max_cost:,.2f}; "
                            "nothing was spent")
-    priced = base.provider == "anthropic" or p.usd is not None  # an unpriced local server costs nothing to ask
+    priced = not p.local and (base.provider == "anthropic" or p.usd is not None)  # a local server costs nothing
     if settings.confirm is not None and priced and not settings.confirm(p.line()):
         raise SpendRefused(f"{stage}: not confirmed; nothing was spent")
     if settings.preflight:
@@ -175,7 +218,7 @@ def execute(llm: LLM, requests: list[LLMRequest], on_result: Callable[[CallOutco
         store(keys[id(request)], completion)
         return completion
 
-    run_pool(attempt, pending.values(), settings.pool(),
+    run_pool(attempt, pending.values(), pool,
              lambda o: deliver(keys[id(o.request)], o.completion, o.error, o.attempts),
              tokens_of=lambda r: prompt_tokens(r.system, r.messages), desc=stage, progress=progress)
     return summary

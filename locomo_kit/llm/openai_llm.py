@@ -1,7 +1,9 @@
 """``openai/<model>``: any OpenAI-compatible server (vLLM, llama.cpp server, Ollama, LM Studio).
 
 The base URL comes from the argument or ``OPENAI_BASE_URL`` (e.g. ``http://127.0.0.1:8000/v1``);
-the key from ``OPENAI_API_KEY`` (local servers accept any).
+the key from ``OPENAI_API_KEY`` (local servers accept any). Without a ``timeout`` a call may take
+120 s on a hosted API and 900 s on any other server (:func:`~locomo_kit.llm.servers.default_timeout`:
+a CPU model can take minutes).
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ import os
 import time
 from typing import Sequence
 
-from locomo_kit.llm.anthropic_llm import DEFAULT_TIMEOUT, classify_status
+from locomo_kit.llm.anthropic_llm import classify_status
 from locomo_kit.llm.base import Completion, LLMConfigError, LLMRequest, RetryableError, with_retries
+from locomo_kit.llm.servers import default_timeout
 
 
 class OpenAICompatibleLLM:
@@ -29,7 +32,7 @@ class OpenAICompatibleLLM:
                                  "http://127.0.0.1:8000/v1 or export OPENAI_BASE_URL=…")
         self._openai = openai
         self.model, self.base_url = model, base_url.rstrip("/")
-        self.timeout = timeout or DEFAULT_TIMEOUT
+        self.timeout = timeout or default_timeout(self.base_url)
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "local",
                                      max_retries=0, timeout=self.timeout)
         self.retries, self._sleep = retries, sleep
@@ -52,7 +55,10 @@ class OpenAICompatibleLLM:
                 pass
             raise classify_status(exc.status_code, f"openai-compatible {exc.status_code} from {self.base_url}: {exc}",
                                   retry_after) from exc
-        except (self._openai.APIConnectionError, self._openai.APITimeoutError) as exc:
+        except self._openai.APITimeoutError as exc:
+            raise RetryableError(f"openai-compatible call to {self.base_url}: timed out: no reply within {self.timeout:g} s "
+                                 "(--timeout)", timed_out=True) from exc
+        except self._openai.APIConnectionError as exc:
             raise RetryableError(f"openai-compatible connection to {self.base_url}: {exc}") from exc
         usage = resp.usage
         return Completion(text=resp.choices[0].message.content or "",

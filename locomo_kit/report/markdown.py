@@ -12,7 +12,11 @@ from locomo_kit.report.baselines import FOOTNOTES, LOCOMO_F1, MEM0_F1, MEM0_J, M
 from locomo_kit.report.completeness import banners
 from locomo_kit.report.errors import analyse
 from locomo_kit.report.figures import write_figures
+from locomo_kit.report.html import write_run_html
+from locomo_kit.report.reliability import reliability_banners
+from locomo_kit.scoring.compression import section as compression_section
 from locomo_kit.report.run_warnings import run_warnings
+from locomo_kit.report.sessions import session_lines
 from locomo_kit.report.system_facts import fact_rows, source_phrase
 from locomo_kit.runs import RunFolder, utc_now
 
@@ -150,7 +154,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     lines = [f"# LoCoMo report: {s['run_id']}", "", f"Configuration: **{config}** (run id `{s['run_id']}`).", ""]
     # unanswered questions (with the first error), ingestion and retrieval gaps, then judge calls pending
     lines += (banners(run, conversations, s) + run_warnings(run, conversations)
-              + pending_banner(run, include_answers=False))
+              + pending_banner(run, include_answers=False) + reliability_banners(run, s))
     coverage = diag.get("overall", {}).get("coverage@8")
     budget = m.get("answer", {}).get("context_budget")
     retrieved = (f"; evidence within the {budget:,}-token context: {_f(diag.get('overall', {}).get('recall_all'))}%"
@@ -282,11 +286,13 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     lines += ["Evidence recall (\"all\"): coverage over every memory retrieved (k = top_k). MRR: mean of 1/rank of the first retrieved memory holding an evidence turn (0 when none is in the "
               "top k). NDCG@k: binary gains, a rank counts when it brings an evidence turn not seen above it; the "
               "ideal puts one at each of the first min(#evidence, k) ranks.", ""]
+    lines += session_lines(s["diagnostics"])
     search_lat = s["latency_ms"]["search"]
     if search_lat.get("n"):
         lines += [f"Search latency beside these (ms, {search_lat['n']} questions): p50 {_f(search_lat['p50'])}, "
                   f"p95 {_f(search_lat['p95'])}, p99 {_f(search_lat.get('p99'))}.", ""]
 
+    lines += compression_section(run, a)
     sp = a["failure_split"]
     lines += ["## 6. Error analysis", "", f"An answer counts as correct when {a['basis']}.", "",
               f"Of {sp['wrong answers']} wrong answers (categories 1-4): **{sp['memory did not retrieve the evidence']}** "
@@ -319,5 +325,6 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text("\n".join(lines), encoding="utf-8")
     tmp.replace(path)
-    run.update_manifest(report={"written_at": utc_now(), "path": str(path)})
+    html = write_run_html(run, conversations, path)
+    run.update_manifest(report={"written_at": utc_now(), "path": str(path), "html": str(html)})
     return path, figures, s
