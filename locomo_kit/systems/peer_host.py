@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from locomo_kit.systems.base import MemorySystemError, SystemUnavailable
+from locomo_kit.systems.base import Identity, MemorySystemError, SystemUnavailable
 from locomo_kit.systems.environments import EnvironmentBuildError, EnvironmentSpec, ensure_environment, env_python
 from locomo_kit.systems.host_process import SystemHost, SystemHostError
 
@@ -60,3 +61,14 @@ def call(host: SystemHost | None, system: str, op: str, **args: Any) -> Any:
         if not host.alive():
             raise SystemUnavailable(str(exc)) from exc
         raise MemorySystemError(str(exc)) from exc
+
+
+@dataclass(frozen=True)
+class LabelledIdentity(Identity):
+    """An identity whose label also says what was switched off or substituted (``settings["label"]``):
+    ``mem0 2.2.1 (Mem0 without LLM extraction)``, as every table and figure built from a manifest says it."""
+
+    @property
+    def label(self) -> str:
+        own = self.settings.get("label")
+        return f"{super().label} ({own})" if own else super().label
