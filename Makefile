@@ -28,6 +28,12 @@ $(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
 
 setup: $(STAMP)
 
+# the bm25 system's extra (docs/systems.md), for its contract tests; `--system bm25` installs it itself
+EXTRAS := $(VENV)/.extras-bm25
+$(EXTRAS): $(STAMP)
+	$(BIN)/python -m pip install --quiet 'bm25s==0.3.16'
+	touch $(EXTRAS)
+
 data: setup
 	$(BIN)/locomo-kit data fetch
 
@@ -35,7 +41,7 @@ run: data
 	$(BIN)/locomo-kit run
 
 # pytest's conftest.py removes API keys and sends every output to a temporary folder
-test: data
+test: data $(EXTRAS)
 	$(BIN)/python -m pytest --nbval tests notebooks
 
 bench: data

@@ -102,28 +102,49 @@ def _say_auto(role: str, spec: str | None) -> None:
     print(f"{role} model: auto → {chosen} ({why})")
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from locomo_kit.pipeline import run_all
-
+def _paid_models(args: argparse.Namespace) -> tuple[str, str | None]:
     answer_model, judge_model = args.answer_model, args.judge_model
     if args.paid:
         answer_model = answer_model if answer_model != "extractive" else "anthropic/claude-opus-4-6"
         judge_model = judge_model or "anthropic/claude-sonnet-4-6"
+    return answer_model, judge_model
+
+
+def _run_one(args: argparse.Namespace, budget: int | None, answer_model: str, judge_model: str | None):
+    """One configuration through the whole pipeline (``budget``: this run's context budget, or None)."""
+    from locomo_kit.pipeline import run_all
+
+    top_k, budget = _retrieval(argparse.Namespace(top_k=args.top_k, context_budget=budget))
+    return run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model, judge_model,
+                   args.judge_protocol or "playbook", args.judge_runs, top_k, args.answer_base_url,
+                   calibration_size=args.calibration_size, judge_base_url=args.judge_base_url,
+                   calls=_call_settings(args), timeout=args.timeout, context_budget=budget,
+                   query_strategy=args.query_strategy, consistency_timeout=args.consistency_timeout,
+                   session_timeout=args.session_timeout, ingest_id=args.ingest_id, system=args.system,
+                   source=args.source, limit=args.limit)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    answer_model, judge_model = _paid_models(args)
     _say_auto("answer", answer_model)
     _say_auto("judge", judge_model)
-    top_k, budget = _retrieval(args)
-    result = run_all(args.sample, args.worker_url, args.mode, args.run_id, answer_model, judge_model,
-                     args.judge_protocol or "playbook", args.judge_runs, top_k, args.answer_base_url,
-                     calibration_size=args.calibration_size, judge_base_url=args.judge_base_url,
-                     calls=_call_settings(args), timeout=args.timeout, context_budget=budget,
-                     query_strategy=args.query_strategy, consistency_timeout=args.consistency_timeout,
-                     session_timeout=args.session_timeout, ingest_id=args.ingest_id, limit=args.limit)
+    budgets = args.context_budget or [None]
+    if len(budgets) > 1:
+        from locomo_kit.budget_cli import run_budget_list
+
+        return run_budget_list(args, budgets, answer_model, judge_model)
+    return _print_run(_run_one(args, budgets[0], answer_model, judge_model))
+
+
+def _print_run(result) -> int:
+    """The run's one-line result, its report's path, and the exit status of its outcomes."""
     summary, report = result.summary, result.report
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     done = "" if result.ok else "PARTIAL: "
     print(f"{done}official F1 {f1['mean']:.1f}% over {summary['questions']} questions "
           f"({result.run.manifest().get('config_label', summary['answerer_label'])})")
     print(f"report:  {report}")
+    print(f"html:    {report.with_suffix('.html')} (with the question explorer)")
     print(f"figures: {report.parent / 'figures'} ({len(result.figures)} PNG)")
     return max(_finish(result.outcomes, result.run), _ingest_outcome(result.run))
 
@@ -155,7 +176,8 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     run, summary = run_answer(args.sample, args.worker_url, args.mode, args.run_id, args.answer_model, top_k,
                               args.source, args.include_adversarial, args.concurrency, args.answer_base_url,
                               calls=_call_settings(args), timeout=args.timeout, context_budget=budget,
-                              query_strategy=args.query_strategy, ingest_id=args.ingest_id, limit=args.limit)
+                              query_strategy=args.query_strategy, ingest_id=args.ingest_id, system=args.system,
+                              limit=args.limit)
     for note in summary.outcome.notes:
         print(f"WARNING: {note}")
     print(summary.line())
@@ -177,7 +199,7 @@ def _existing_run(args: argparse.Namespace):
     top_k, budget = _retrieval(args)
     config = run_config(args.sample, args.worker_url, args.mode, args.answer_model, top_k,
                         getattr(args, "source", "memory"), getattr(args, "include_adversarial", False),
-                        context_budget=budget, query_strategy=_strategy_key(args.query_strategy),
+                        system=args.system, context_budget=budget, query_strategy=_strategy_key(args.query_strategy),
                         limit=getattr(args, "limit", None))
     run = resolve_run(config, args.run_id)
     if not run.exists():
@@ -246,6 +268,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     report, figures, _ = run_report(_existing_run(args), args.sample)
     print(f"report:  {report}")
+    print(f"html:    {report.with_suffix('.html')} (with the question explorer)")
     print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")
     return 0
 
@@ -275,7 +298,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug(
             "__vs__".join(r["run_id"] for r in result["runs"]) + ("__audited" if args.gold == "audited" else ""))
         paths = write_comparison(result, folder)
-        print(f"comparison: {paths['markdown']} (+ compare.json, compare.png)")
+        print(f"comparison: {paths['markdown']} (+ compare.html, compare.json, compare.png)")
     return 0
 
 
@@ -303,13 +326,30 @@ def _retrieval(args: argparse.Namespace) -> tuple[int, int | None]:
     return retrieval(args.top_k, args.context_budget)
 
 
-def _answer_options(p: argparse.ArgumentParser, default_model: str = "extractive", server: bool = True) -> None:
+def budget_list(text: str) -> list[int]:
+    """An argparse type: one context budget or a comma-separated list (``250,500,1000``)."""
+    from locomo_kit.budgets import parse_budgets
+
+    try:
+        budgets = parse_budgets(text) or []
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if any(b > 1_000_000 for b in budgets):
+        raise argparse.ArgumentTypeError(f"must be from 1 to 1000000, got {text}")
+    return budgets
+
+
+def _answer_options(p: argparse.ArgumentParser, default_model: str = "extractive", server: bool = True,
+                    budgets: bool = False) -> None:
     p.add_argument("--answer-model", default=default_model,
                    help=f"extractive (offline, free), anthropic/<model> or openai/<model> (paid/served), or auto "
                    f"(Anthropic when ANTHROPIC_API_KEY is set) (default {default_model})")
-    p.add_argument("--context-budget", type=int_in(1, 1_000_000), metavar="TOKENS",
+    p.add_argument("--context-budget", type=budget_list if budgets else int_in(1, 1_000_000),
+                   metavar="TOKENS[,TOKENS...]" if budgets else "TOKENS",
                    help=f"tokens of memories per question (default {DEFAULT_CONTEXT_BUDGET} unless --top-k is given); "
-                   "memworker merges hits into spans of whole turns, other Workers' results are cut to fit")
+                   "memworker merges hits into spans of whole turns, other Workers' results are cut to fit"
+                   + ("; a list (250,500,1000,2000) makes one run per budget, then the accuracy-against-context "
+                      "curve (outputs/curves/)" if budgets else ""))
     p.add_argument("--top-k", type=int_in(1, BUDGET_LIMIT), help=f"memories retrieved per question instead of a "
                    f"budget, 1-{BUDGET_LIMIT} (with --context-budget: at most this many; default {BUDGET_LIMIT})")
     p.add_argument("--limit", type=int_in(1, 100_000), metavar="N", help="only the first N questions of each sample, "
@@ -367,8 +407,12 @@ def _worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
     p.add_argument("--worker-url", default=os.environ.get("LOCOMO_WORKER_URL", "embedded"),
                    help="Worker base URL, or 'embedded' to start memworker for the run "
                    "(default: $LOCOMO_WORKER_URL, else embedded); token from $LOCOMO_WORKER_TOKEN")
+    p.add_argument("--system", help="the memory system: memworker (default: the embedded reference Worker), "
+                   "claude-mem (with --worker-url), bm25, dense, mempalace, mem0 (docs/systems.md); default: "
+                   "claude-mem when --worker-url names a Worker, else memworker")
     p.add_argument("--mode", choices=["transcript", "turns"], default="transcript",
-                   help="transcript: one Read per session (default); turns: each turn saved via memory/save")
+                   help="transcript: one Read per session (default); turns: each turn saved via memory/save "
+                   "(Worker systems; the others store what their adapter stores)")
     if not run_id:  # ingest and verify: the run folder that holds the ingestion
         p.add_argument("--ingest-id", "--run-id", dest="ingest_id", help="folder name under outputs/runs for the "
                        "ingestion (default: derived from sample, mode and worker, shared by the runs that use it)")
@@ -381,10 +425,15 @@ def _worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
 
 
 def _source_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", choices=["memory", "full-context"], default="memory",
-                   help="memory: answer from retrieved memories (default); full-context: from the whole conversation "
-                   "(needs an LLM answerer)")
+    _source_option(p)
     p.add_argument("--include-adversarial", action="store_true", help="also answer category 5")
+
+
+def _source_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", choices=["memory", "full-context", "oracle"], default="memory",
+                   help="memory: answer from retrieved memories (default); full-context: from the whole conversation "
+                   "(needs an LLM answerer); oracle: from each question's gold evidence turns only (no memory "
+                   "system: isolates the answerer)")
 
 
 def _session_timeout_option(p: argparse.ArgumentParser) -> None:
@@ -408,7 +457,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     conversations, _ = load(args.sample)
     folder, summary = run_ingest(args.sample, args.worker_url, args.mode, args.ingest_id, force=args.force,
                                  session_timeout=args.session_timeout, poll_interval=args.poll_interval,
-                                 consistency_timeout=args.consistency_timeout)
+                                 consistency_timeout=args.consistency_timeout, system=args.system)
     for note in getattr(summary, "notes", []):
         print(note)
     print_summary(summary)
@@ -422,7 +471,14 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from locomo_kit.ingest import format_verification, verify
     from locomo_kit.pipeline import connect, load, resolve_ingestion
 
+    from locomo_kit.systems.registry import is_worker, system_name
+
     conversations, _ = load(args.sample)
+    name = system_name(args.system, args.worker_url)
+    if not is_worker(name):
+        from locomo_kit.systems.verify import verify_system
+
+        return verify_system(name, conversations, args.ingest_id)
     run = resolve_ingestion(args.sample, args.mode, args.worker_url, args.ingest_id)
     if args.worker_url == "embedded" and not run.exists():
         raise CliError(f"No ingestion at {run.path}: ingest first (locomo-kit ingest --sample {args.sample})")
@@ -505,8 +561,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="gold key: original (the released answers, comparable to published numbers), audited "
                     "(the LoCoMo audit's corrected answers and evidence ids), or both (default)")
     sc.set_defaults(func=_cmd_score)
-    rep = sub.add_parser("report", help="write report.md and figures for a run",
-                         description="Write report.md and figures/*.png into the run folder from its records.")
+    rep = sub.add_parser("report", help="write report.md, report.html and figures for a run",
+                         description="Write report.md, report.html (with the question explorer) and figures/*.png into the run folder from its records.")
     _worker_options(rep)
     _answer_options(rep, server=False)
     _source_options(rep)
@@ -526,14 +582,18 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Run the whole pipeline on the embedded Worker offline by default; --paid runs "
                          "the paid protocol (answerer claude-opus-4-6, judge claude-sonnet-4-6) with ANTHROPIC_API_KEY.")
     _worker_options(run)
-    _answer_options(run)
+    _answer_options(run, budgets=True)
     _judge_options(run)
     _call_options(run)
     _consistency_option(run)
     _session_timeout_option(run)
+    _source_option(run)
     run.add_argument("--paid", action="store_true", help="use the Anthropic answerer and judge (needs ANTHROPIC_API_KEY)")
     run.set_defaults(func=_cmd_run)
     _add_compare(sub)
+    from locomo_kit.leaderboard_cli import add_parser as add_leaderboard
+
+    add_leaderboard(sub)
     return parser
 
 

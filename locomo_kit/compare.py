@@ -96,8 +96,11 @@ def resolve(run: str | Path) -> RunFolder:
 
 def _label(manifest: dict, answers: list[dict], run_id: str) -> str:
     a = answers[0]
-    worker = manifest.get("worker", {}).get("name", "?")
-    if a.get("source") not in (None, "memory"):
+    w = manifest.get("system") or manifest.get("worker") or {}
+    worker = f"{w.get('name', '?')} {w.get('version') or ''}".strip()
+    if a.get("source") == "oracle":
+        retrieval = "oracle: gold evidence turns only"
+    elif a.get("source") not in (None, "memory"):
         retrieval = "full conversation"
     elif a.get("context_budget"):
         retrieval = f"context budget {a['context_budget']:,} tokens (≤ {a.get('top_k')} results)"
@@ -340,6 +343,8 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
     """``compare.md``, ``compare.json`` and ``compare.png`` in ``folder``."""
     import json
 
+    from locomo_kit.report.html import write_compare_html
+
     folder.mkdir(parents=True, exist_ok=True)
     png = figure(result, folder / "compare.png")
     runs = result["runs"]
@@ -353,4 +358,5 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
     md += ["## Paired table", ""] + table_lines(result) + ["", f"![paired differences]({png.name})", ""]
     (folder / "compare.md").write_text("\n".join(md), encoding="utf-8")
     (folder / "compare.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
-    return {"markdown": folder / "compare.md", "json": folder / "compare.json", "figure": png}
+    html = write_compare_html(folder / "compare.md", title=f"Comparison: {', '.join(r['run_id'] for r in runs)}")
+    return {"markdown": folder / "compare.md", "json": folder / "compare.json", "figure": png, "html": html}

@@ -12,6 +12,7 @@ from locomo_kit.qa.answering import load_answers
 from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.judge import load_judgements
 from locomo_kit.scoring.score_run import load_scores
+from locomo_kit.scoring.session_recall import session_columns
 
 FORMATS = ("csv", "parquet")
 
@@ -53,6 +54,7 @@ def question_rows(run: RunFolder) -> list[dict[str, Any]]:
                "evidence_recall": s.get("evidence_recall")}
         for k, v in (s.get("evidence_coverage") or {}).items():
             row[f"evidence_coverage{k}"] = v
+        row.update(session_columns(s.get("session_recall")))
         if q in audited:  # scored with --gold both: the audited key's scores beside the original's
             t = audited[q]
             row.update({"audit_changed_gold": t.get("gold_changed"), "locomo_f1_audited": t.get("locomo_f1"),

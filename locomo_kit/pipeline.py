@@ -25,6 +25,9 @@ from locomo_kit.ingest import IngestSummary, check_health, ingest, worker_capabi
 from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.paths import default_dataset_path
 from locomo_kit.runs import RunConfig, RunFolder, default_ingest_id, ingestion_folder, utc_now
+from locomo_kit.systems import registry
+from locomo_kit.systems.registry import is_worker, system_name
+from locomo_kit.systems.runner import system_tag
 from locomo_kit.worker_client import WorkerClient, WorkerUnavailable
 from locomo_kit.worker_identity import (check_ingestion_held, check_run_worker, ingestion_generations, ingestion_state,
                                        worker_identity)
@@ -122,16 +125,23 @@ def _strategy_key(query_strategy: str) -> str | None:
 
 def run_config(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
                answer_model: str = "extractive", top_k: int = 8, source: str = "memory",
-               include_adversarial: bool = False, **extra: Any) -> RunConfig:
-    """The configuration these arguments describe (``answer_model`` as given: ``auto`` is resolved here)."""
+               include_adversarial: bool = False, system: str | None = None, **extra: Any) -> RunConfig:
+    """The configuration these arguments describe (``answer_model`` as given: ``auto`` is resolved here).
+    ``system``: a memory system by name (:mod:`locomo_kit.systems`; default: memworker, or claude-mem
+    for a ``worker_url``); the oracle source uses none."""
     from locomo_kit.llm import DEFAULT_ANSWER_MODEL, resolve_auto
     from locomo_kit.qa.answering import AnswerConfig
 
     check_range("top_k", top_k, TOP_K_RANGE)
     spec = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL)
     version = AnswerConfig(source=source, answer_model=spec, top_k=top_k).prompt_version
+    tag = None
+    if source == "oracle":
+        worker_url, mode = "none", "none"
+    elif not is_worker(name := system_name(system, worker_url)):
+        tag, worker_url, mode = system_tag(name), "none", registry.resolve(name).unit
     return RunConfig(sample=sample, mode=mode, worker_url=worker_url, answer_model=spec, top_k=top_k, source=source,
-                     include_adversarial=include_adversarial, answer_prompt_version=version, extra=extra)
+                     include_adversarial=include_adversarial, answer_prompt_version=version, extra=extra, system=tag)
 
 
 def resolve_run(config: RunConfig, run_id: str | None = None) -> RunFolder:
@@ -158,7 +168,8 @@ def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                ingest_id: str | None = None, force: bool = False, session_timeout: float = 180.0,
                poll_interval: float = 3.0, dataset_path: str | None = None,
                progress: bool | None = None, for_run: RunFolder | None = None, consistency_timeout: float = 1200.0,
-               log=print) -> tuple[RunFolder, IngestSummary]:
+               log=print, system: str | None = None,
+               system_options: dict[str, Any] | None = None) -> tuple[RunFolder, IngestSummary]:
     """Ingest ``sample`` into the Worker (resumable); returns the ingestion folder and a summary.
     Then (when every session went in) wait until the Worker finds what it was given
     (read-your-writes), recording the wait in the manifest's ``consistency``.
@@ -172,6 +183,12 @@ def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     from locomo_kit.qa.answering import load_answers
 
     conversations, sha = load(sample, dataset_path)
+    name = system_name(system, worker_url)
+    if not is_worker(name):
+        from locomo_kit.systems.pipeline_steps import ingest_system
+
+        return ingest_system(name, conversations, sample, sha, ingest_id, force, progress, dataset_path,
+                             for_run, system_options)
     ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id)
     with connect(worker_url, ingestion) as client:
         check_health(client, mode)
@@ -245,8 +262,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
                dataset_path: str | None = None, progress: bool | None = None, llm=None,
                calls=None, timeout: float | None = None, context_budget: int | None = None,
-               query_strategy: str = "question", ingest_id: str | None = None, limit: int | None = None,
-               **extra: Any):
+               query_strategy: str = "question", ingest_id: str | None = None, system: str | None = None,
+               system_options: dict[str, Any] | None = None, limit: int | None = None, **extra: Any):
     """Answer every question of ``sample`` (resumable) into the configuration's run folder
     (``limit``: only the first N questions of each sample, a run of its own).
 
@@ -254,7 +271,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     ``calls`` (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch,
     spending; ``context_budget``: tokens of memories per question (``top_k`` then only caps their
     number); ``query_strategy``: how memories are retrieved (see :mod:`locomo_kit.qa.retrieval`);
-    ``extra``: further result-changing parameters (they name the run).
+    ``extra``: further result-changing parameters (they name the run); ``system``: the memory system
+    (:mod:`locomo_kit.systems`), ``source="oracle"``: the gold evidence turns instead of any system.
     """
     from locomo_kit.llm import make_llm
     from locomo_kit.qa.answering import AnswerConfig, QARunner, load_answers
@@ -262,8 +280,9 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
 
     conversations, sha = load(sample, dataset_path)
     config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
-                        top_k, source, include_adversarial, context_budget=context_budget,
+                        top_k, source, include_adversarial, system=system, context_budget=context_budget,
                         query_strategy=_strategy_key(query_strategy), limit=limit, **extra)
+    name = system_name(system, worker_url) if source == "memory" else None
     spec = config.answer_model
     if spec == "extractive" and source == "full-context":
         raise ValueError("full-context answering needs an LLM answerer: pass --answer-model anthropic/<model> "
@@ -274,7 +293,12 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                           context_budget=context_budget, query_strategy=query_strategy, limit=limit)
     n = sum(len(questions(c, include_adversarial)[:limit]) for c in conversations)
     run = resolve_run(config, run_id)
-    ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id or run_id)
+    if name and not is_worker(name):
+        from locomo_kit.systems import runner
+
+        ingestion = runner.ingestion(sample, name, ingest_id or run_id)
+    else:
+        ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id or run_id)
     manifest = {"config": config.as_dict(), "config_id": config.key(), "config_label": config.label(),
                 "parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
@@ -286,7 +310,20 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                            "retrieval": LABELS[query_strategy] if source == "memory" else "full conversation",
                            "started_at": utc_now()}}
     warnings: list[str] = []
-    if source == "memory":
+    if name and not is_worker(name):
+        from locomo_kit.systems.pipeline_steps import answer_with_system
+
+        manifest["answer"]["retrieval"] = f"{name}'s own search (question as query)"
+        summary, warnings = answer_with_system(name, system_options, run, ingestion, conversations, manifest,
+                                               answer, llm, concurrency, progress, calls)
+    elif source == "oracle":
+        from locomo_kit.qa.oracle import LABEL, ORACLE_IDENTITY
+
+        manifest["answer"].update(retrieval=LABEL, context_budget=None)
+        manifest["parameters"].update(mode="none", worker_url=None)
+        run.create().update_manifest(worker=ORACLE_IDENTITY, **manifest)
+        summary = QARunner(answer, llm=llm).run(run, conversations, concurrency, progress, calls)
+    elif source == "memory":
         manifest["ingestion"] = {"id": ingestion.run_id, "path": str(ingestion.path)}
         with connect(worker_url, ingestion) as client:
             generations = ingestion_generations(ingestion, conversations)
@@ -295,6 +332,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
             manifest["answer"].update(worker=client.identity, ingestion_generations=generations)
             held = ingestion.manifest()  # what the run stands on, for the report's warnings
             manifest.update({k: held[k] for k in ("consistency",) if held.get(k)})
+            manifest["config_label"] = f"{client.identity['name']} {client.identity.get('version') or ''}".strip() \
+                + f", {config.label()}"
             run.update_manifest(worker=client.identity, **manifest)
             summary = QARunner(answer, client=client, llm=llm).run(run, conversations, concurrency, progress, calls)
     else:
@@ -399,6 +438,26 @@ def run_report(run: RunFolder, sample: str, dataset_path: str | None = None):
     return build_report(run, conversations)
 
 
+def _ingest_stage(sample, worker_url, mode, ingest_id, dataset_path, progress, run, consistency_timeout, log,
+                  session_timeout, system, system_options, outcomes: list[Outcome]) -> None:
+    """run_all's ingest stage: ingest, log, record its outcome; raise :class:`IngestFailed` when nothing went in."""
+    ingestion, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id, dataset_path=dataset_path,
+                                           progress=progress, for_run=run, consistency_timeout=consistency_timeout,
+                                           log=log, session_timeout=session_timeout, system=system,
+                                           system_options=system_options)
+    for note in getattr(ingest_summary, "notes", []):
+        log(note)
+    for line in ingest_summary.lines():
+        log(line)
+    conversations, _ = load(sample, dataset_path)
+    ingested = ingest_outcome(ingest_summary, sum(len(c.sessions) for c in conversations))
+    outcomes.append(ingested)
+    log(ingested.line(reason=False))  # the failures are listed above
+    if ingest_summary.aborted or not (ingest_summary.ingested or ingest_summary.skipped):
+        raise IngestFailed(f"ingestion failed, nothing answered or reported: "
+                           f"{ingest_summary.aborted or 'no session was ingested'} (run folder {ingestion.path})")
+
+
 @dataclass
 class PipelineResult:
     run: RunFolder
@@ -418,7 +477,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             dataset_path: str | None = None, progress: bool | None = None, log: Callable[[str], None] = print,
             calibration_size: int = 100, judge_base_url: str | None = None, calls=None, timeout: float | None = None,
             context_budget: int | None = None, query_strategy: str = "question", consistency_timeout: float = 1200.0,
-            session_timeout: float = 180.0, ingest_id: str | None = None, limit: int | None = None,
+            session_timeout: float = 180.0, ingest_id: str | None = None, system: str | None = None,
+            system_options: dict[str, Any] | None = None, source: str = "memory", limit: int | None = None,
             **extra: Any) -> PipelineResult:
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
     ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's.
@@ -427,7 +487,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
     :class:`IngestFailed`, answering that produced nothing :class:`~locomo_kit.outcome.StageFailed`:
     no report is written. Partial results are reported with a banner at the top of the report, and
     ``result.ok`` is False. ``extra``: further result-changing answer parameters (they name the run,
-    see :class:`~locomo_kit.runs.RunConfig`).
+    see :class:`~locomo_kit.runs.RunConfig`). ``system``: the memory system by name (default memworker);
+    ``source="oracle"`` answers from each question's gold evidence turns, with no system (nothing ingested).
     """
     from locomo_kit.llm import make_llm
     from locomo_kit.llm.execute import preflight
@@ -442,28 +503,27 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             if calls is None or calls.preflight:
                 preflight(llm)
     outcomes: list[Outcome] = []
-    config = run_config(sample, worker_url, mode, answer_model, top_k, context_budget=context_budget,
-                        query_strategy=_strategy_key(query_strategy), limit=limit, **extra)
+    config = run_config(sample, worker_url, mode, answer_model, top_k, source, system=system,
+                        context_budget=context_budget, query_strategy=_strategy_key(query_strategy), limit=limit, **extra)
     run = resolve_run(config, run_id)
-    ingest_id = ingest_id or run_id or default_ingest_id(sample, mode, worker_url)
-    ingestion, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id, dataset_path=dataset_path,
-                                           progress=progress, for_run=run, consistency_timeout=consistency_timeout,
-                                           log=log, session_timeout=session_timeout)
-    for note in getattr(ingest_summary, "notes", []):
-        log(note)
-    for line in ingest_summary.lines():
-        log(line)
-    conversations, _ = load(sample, dataset_path)
-    ingested = ingest_outcome(ingest_summary, sum(len(c.sessions) for c in conversations))
-    outcomes.append(ingested)
-    log(ingested.line(reason=False))  # the failures are listed above
-    if ingest_summary.aborted or not (ingest_summary.ingested or ingest_summary.skipped):
-        raise IngestFailed(f"ingestion failed, nothing answered or reported: "
-                           f"{ingest_summary.aborted or 'no session was ingested'} (run folder {ingestion.path})")
-    _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, llm_base_url=llm_base_url,
+    name = system_name(system, worker_url)
+    if source == "memory":
+        if is_worker(name):
+            ingest_id = ingest_id or run_id or default_ingest_id(sample, mode, worker_url)
+        else:
+            from locomo_kit.systems.runner import default_ingest_id as system_ingest_id
+
+            ingest_id = ingest_id or run_id or system_ingest_id(sample, name)
+        _ingest_stage(sample, worker_url, mode, ingest_id, dataset_path, progress, run, consistency_timeout, log,
+                      session_timeout, name, system_options, outcomes)
+    elif source == "oracle":
+        log("oracle source: each question is answered from its gold evidence turns only; nothing is ingested")
+    _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, source,
+                            llm_base_url=llm_base_url,
                             dataset_path=dataset_path, progress=progress, calls=calls, timeout=timeout,
                             concurrency=calls.concurrency if calls else 4, context_budget=context_budget,
-                            query_strategy=query_strategy, ingest_id=ingest_id, limit=limit, **extra)
+                            query_strategy=query_strategy, ingest_id=ingest_id, system=system,
+                            system_options=system_options, limit=limit, **extra)
     outcomes.append(answers.outcome)
     log(answers.outcome.line())
     answers.outcome.raise_if_empty()

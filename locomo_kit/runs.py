@@ -84,6 +84,7 @@ class RunConfig:
     include_adversarial: bool = False
     answer_prompt_version: str = ""
     extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    system: str | None = None  # a non-Worker memory system as "name-version" (None: the Worker at worker_url)
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"sample": self.sample, "mode": self.mode, "worker_url": self.worker_url,
@@ -93,6 +94,8 @@ class RunConfig:
                              "answer_prompt_version": self.answer_prompt_version}
         if self.worker_url == "embedded":
             d["embedder"] = embedded_embedder()
+        if self.system:
+            d["system"] = self.system
         d.update({k: v for k, v in sorted(self.extra.items()) if v is not None})
         return d
 
@@ -103,7 +106,9 @@ class RunConfig:
         """Human-readable: ``extractive, top_k 8`` or ``extractive, context budget 1,000 tokens (≤ 100
         memories)`` (what the report's title names)."""
         budget = self.extra.get("context_budget")
-        if self.source != "memory":
+        if self.source == "oracle":
+            where = "oracle: the question's gold evidence turns only"
+        elif self.source != "memory":
             where = "full conversation"
         elif budget:
             where = f"context budget {budget:,} tokens (≤ {self.top_k} memories)"
@@ -117,8 +122,12 @@ class RunConfig:
         model = self.answer_model.split("/")[-1]
         budget = self.extra.get("context_budget")
         where = ("fullctx" if self.source != "memory" else f"b{budget}" if budget else f"k{self.top_k}")
-        if self.extra.get("limit"):
-            where += f"-q{self.extra['limit']}"  # the first N questions of each sample
+        limit = f"-q{self.extra['limit']}" if self.extra.get("limit") else ""  # the first N questions per sample
+        where += limit
+        if self.source == "oracle":
+            return slug(f"{self.sample}-oracle-{model}{limit}")[:70] + f"-{self.key()}"
+        if self.system:
+            return slug(f"{self.sample}-{self.system}-{model}-{where}")[:70] + f"-{self.key()}"
         return slug(f"{self.sample}-{self.mode}-{worker_slug(self.worker_url)}-{model}-{where}")[:70] + f"-{self.key()}"
 
 

@@ -2,7 +2,7 @@
 pack them into a context budget in tokens.
 
 Ranking (``relevance``, the default; every term kept because it raised recall on held-out
-LoCoMo conversations, see README "memworker retrieval"):
+LoCoMo conversations, see docs/benchmarks.md "memworker retrieval"):
 
 - BM25 (own parameters ``k1``, ``b``) over two fields: the memory's text (weight 1) and its
   neighbouring turns (``context_weight``), stemmed, stopwords removed;

@@ -32,11 +32,14 @@ from locomo_kit.qa.prompts import (
     FULL_CONTEXT_SYSTEM,
     answer_user_prompt,
 )
+from locomo_kit.qa.oracle import evidence_memories
 from locomo_kit.runs import RunFolder, utc_now
+from locomo_kit.systems.base import MemorySystem, MemorySystemError
+from locomo_kit.systems.runner import observation
 from locomo_kit.worker_client import Observation, WorkerClient, WorkerError
 
 ANSWERS_FILE = "answers.jsonl"
-SOURCES = ("memory", "full-context")
+SOURCES = ("memory", "full-context", "oracle")
 ANSWER_MAX_TOKENS = 64
 ANSWER_OUTPUT_TOKENS = 16  # typical answer length, for the cost plan
 
@@ -128,16 +131,19 @@ def full_context(conv: Conversation) -> str:
 
 class QARunner:
     def __init__(self, config: AnswerConfig, client: WorkerClient | None = None, llm: LLM | None = None,
-                 answerer_label: str | None = None) -> None:
+                 answerer_label: str | None = None, system: MemorySystem | None = None) -> None:
         if config.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}")
-        if config.source == "memory" and client is None:
-            raise ValueError("the memory source needs a Worker client")
+        if config.source == "memory" and client is None and system is None:
+            raise ValueError("the memory source needs a Worker client or a memory system")
+        if system is not None and config.query_strategy != "question":
+            raise ValueError(f"--query-strategy {config.query_strategy} is for Workers; {system.name} is searched "
+                             "with the question")
         if config.answer_model != "extractive" and llm is None:
             raise ValueError(f"{config.answer_model} needs an LLM")
         if config.answer_model == "extractive" and config.source == "full-context":
             raise ValueError("full-context answering needs an LLM answerer (--answer-model anthropic/… or openai/…)")
-        self.config, self.client, self.llm = config, client, llm
+        self.config, self.client, self.llm, self.system = config, client, llm, system
         self.extractive = ExtractiveAnswerer() if config.answer_model == "extractive" else None
         self.label = answerer_label or (self.extractive.label if self.extractive else config.answer_model)
         self._full: dict[str, str] = {}
@@ -153,6 +159,14 @@ class QARunner:
                             query_strategy=c.query_strategy if c.source == "memory" else None, **kw)
 
     def _retrieve(self, conv: Conversation, q: Question) -> tuple[list[Observation], float | None, str]:
+        if self.config.source == "oracle":
+            memories = evidence_memories(conv, q)
+            return memories, None, format_context(memories)
+        if self.config.source == "memory" and self.system is not None:
+            budget = self.config.context_budget
+            found = self.system.search(conv.sample_id, q.question, self.config.top_k, budget)
+            memories = fit_budget([observation(m) for m in found.memories], budget)
+            return memories, round(found.latency_ms, 3), format_context(memories)
         if self.config.source == "memory":
             assert self.client is not None
             budget = self.config.context_budget
@@ -163,7 +177,7 @@ class QARunner:
         return [], None, self._full.setdefault(conv.sample_id, full_context(conv))
 
     def request(self, q: Question, context: str) -> LLMRequest:
-        system = ANSWER_SYSTEM if self.config.source == "memory" else FULL_CONTEXT_SYSTEM
+        system = FULL_CONTEXT_SYSTEM if self.config.source == "full-context" else ANSWER_SYSTEM
         return LLMRequest([{"role": "user", "content": answer_user_prompt(q.question, context)}], system=system,
                           max_tokens=ANSWER_MAX_TOKENS, prompt_version=self.config.prompt_version)
 
@@ -184,7 +198,7 @@ class QARunner:
                 prediction = completion.text.strip()
                 tokens_in, tokens_out, cached = completion.input_tokens, completion.output_tokens, completion.cached
             answer_ms = round((time.perf_counter() - start) * 1000, 3)
-        except (WorkerError, LLMError) as exc:
+        except (WorkerError, MemorySystemError, LLMError) as exc:
             return self._record(q, prediction=None, status="failed", error=f"{type(exc).__name__}: {exc}",
                                 retrieved=[_retrieved(o) for o in memories], search_latency_ms=search_ms)
         return self._record(q, prediction=prediction, status="ok", retrieved=[_retrieved(o) for o in memories],
@@ -225,7 +239,7 @@ class QARunner:
             conv, q = item
             try:
                 return q, *self._retrieve(conv, q), None
-            except WorkerError as exc:
+            except (WorkerError, MemorySystemError) as exc:
                 return q, [], None, "", f"{type(exc).__name__}: {exc}"
 
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, 8))) as pool:

@@ -18,6 +18,7 @@ from locomo_kit.scoring.calibration import CONFIG_PREFIX, calibration_rates
 from locomo_kit.scoring.gold_judging import audited_config_key
 from locomo_kit.scoring.judge import SENTINEL, load_judgements
 from locomo_kit.scoring.score_run import load_scores
+from locomo_kit.scoring.session_recall import session_sets
 
 COVERAGE_K_REPORTED = ("@5", "@10")
 
@@ -117,6 +118,7 @@ def retrieval_diagnostics(answered: list[dict]) -> list[dict]:
             row[f"ndcg{k}"] = statistics.mean(vals) if vals else None
         aic = [s["answer_in_context"] for s in ss if s["answer_in_context"] is not None]
         row["answer_in_context"] = 100 * statistics.mean(aic) if aic else None
+        row["sessions"] = session_sets(ss)  # session-level recall/hit@k and chance (shares 0-1)
         diagnostics.append(row)
     return diagnostics
 

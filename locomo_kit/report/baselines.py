@@ -75,6 +75,18 @@ MEM0_LATENCY = [
     {"system": "Full-context", "search_p50": None, "search_p95": None, "total_p50": 9.870, "total_p95": 17.117, "tokens": 26031},
 ]
 
+# Session-level retrieval claims other projects publish for LoCoMo, in their own units (see
+# locomo_kit.scoring.session_recall for the same units measured here). Kept apart from all_baselines():
+# they are retrieval figures over all five categories, not answer scores.
+SESSION_CLAIMS_SOURCE = ("the projects' own published LoCoMo figures as cited in locomo-kit issue #20 "
+                         "(not re-derived here)")
+SESSION_RECALL_CLAIMS = [
+    Baseline("MemPalace", "session_recall", {"session_recall@10": 60.3}, SESSION_CLAIMS_SOURCE,
+             "session R@10 over all five categories; chance about 37%"),
+    Baseline("engram", "session_recall", {"session_hit@5": 94.0}, SESSION_CLAIMS_SOURCE,
+             "any evidence session within the first 5, all five categories; chance about 22.5%"),
+]
+
 FOOTNOTES = [
     "Not comparable (other scoring, answer and judge models or prompts): Letta 74.0% (different scoring); "
     "later vendor claims of 75-93%.",

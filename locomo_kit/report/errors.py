@@ -21,6 +21,23 @@ def correctness(score: dict, judgement: dict | None) -> tuple[bool, str]:
     return score["locomo_f1"] >= CORRECT_F1, f"official F1 ≥ {CORRECT_F1}"
 
 
+def evidence_coverage(score: dict) -> float | None:
+    """Coverage at 8 retrieved memories, or at the widest k that was retrieved when fewer were."""
+    cov = score["evidence_coverage"].get(COVERAGE_K)
+    if cov is None:
+        cov = next((score["evidence_coverage"][k] for k in ("@5", "@3", "@1")
+                    if score["evidence_coverage"].get(k) is not None), None)
+    return cov
+
+
+def failure(correct: bool, coverage: float | None) -> str | None:
+    """Why a wrong answer is wrong: ``memory`` (no evidence retrieved: the memory lost it) or ``answerer``
+    (some evidence retrieved: the answerer missed it); None for a correct answer or without evidence ids."""
+    if correct or coverage is None:
+        return None
+    return "memory" if coverage == 0 else "answerer"
+
+
 def analyse(summary: dict[str, Any], conversations: list[Conversation], examples: int = 5) -> dict[str, Any]:
     scores = [s for s in summary["_scores"] if s["category"] != 5]
     answers = summary["_answers"]
@@ -31,9 +48,7 @@ def analyse(summary: dict[str, Any], conversations: list[Conversation], examples
     for s in scores:
         key = (s["sample_id"], s["question_index"])
         ok, basis = correctness(s, judged.get(key))
-        cov = s["evidence_coverage"].get(COVERAGE_K)
-        if cov is None:  # fewer than 8 memories were retrieved: use the widest k that was
-            cov = next((s["evidence_coverage"][k] for k in ("@5", "@3", "@1") if s["evidence_coverage"].get(k) is not None), None)
+        cov = evidence_coverage(s)
         rows.append({"score": s, "answer": answers[key], "correct": ok, "basis": basis, "coverage": cov})
 
     examples_by_cat = {}
@@ -46,8 +61,8 @@ def analyse(summary: dict[str, Any], conversations: list[Conversation], examples
         examples_by_cat[cat] = {"name": CATEGORY_NAMES[cat], "top": pick(rs[::-1][:examples]), "bottom": pick(rs[:examples])}
 
     wrong = [r for r in rows if not r["correct"] and r["coverage"] is not None]
-    split = {"memory did not retrieve the evidence": sum(1 for r in wrong if r["coverage"] == 0),
-             "evidence retrieved but answer wrong": sum(1 for r in wrong if r["coverage"] > 0),
+    split = {"memory did not retrieve the evidence": sum(1 for r in wrong if failure(False, r["coverage"]) == "memory"),
+             "evidence retrieved but answer wrong": sum(1 for r in wrong if failure(False, r["coverage"]) == "answerer"),
              "wrong answers": len(wrong), "coverage_k": COVERAGE_K}
 
     by_distance = []

@@ -19,8 +19,13 @@ CATS = (1, 2, 3, 4)
 CAT_LABELS = [f"{c} {CATEGORY_NAMES[c]}" for c in CATS]
 
 
+_WHO: dict[str, str] = {"label": ""}  # the system (and source) every figure names, set by write_figures
+
+
 def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
+    if _WHO["label"]:
+        fig.text(0.995, 0.005, _WHO["label"], ha="right", va="bottom", fontsize=7, color="#444444")
+    fig.tight_layout(rect=(0, 0.03, 1, 1) if _WHO["label"] else None)
     fig.savefig(path, dpi=150)
     plt.close(fig)
     return path
@@ -38,7 +43,7 @@ def categories_vs_baselines(summary: dict[str, Any], path: Path) -> Path:
         ours, baselines, metric = {r["category"]: r for r in summary["mem0_f1"]}, MEM0_F1, "F1 (%), Mem0's set-based F1"
     n = summary["questions"]
     convs = len(summary["samples"])
-    ours_label = (f"this run: {summary['answerer'].split(' ')[0]}, {convs} conversation{'s' if convs > 1 else ''}, "
+    ours_label = (f"this run: {_WHO['label'] or summary['answerer'].split(' ')[0]}, {convs} conversation{'s' if convs > 1 else ''}, "
                   f"{n} questions (95% CI)")
     systems = [(ours_label, [ours.get(c, {}).get("mean") for c in CATS])]
     systems += [(f"{b.system} (Mem0 paper, 10 conversations)", [b.values.get(c) for c in CATS])
@@ -72,7 +77,7 @@ def latency(answers: list[dict], path: Path) -> Path:
     search = [a["search_latency_ms"] for a in answers if a.get("search_latency_ms") is not None]
     answer = [a["answer_latency_ms"] for a in answers]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    for ax, values, title in ((axes[0], search, "Worker search"), (axes[1], answer, "Answering")):
+    for ax, values, title in ((axes[0], search, "Memory search"), (axes[1], answer, "Answering")):
         if not values:
             ax.text(0.5, 0.5, "no data", ha="center")
             ax.set_title(title)
@@ -122,8 +127,19 @@ def per_conversation(rows: list[dict], path: Path) -> Path:
     return _save(fig, path)
 
 
+def figure_label(summary: dict[str, Any]) -> str:
+    """``bm25 0.3.16 · extractive`` (the oracle source names itself): what every figure is labelled with."""
+    from locomo_kit.report.system_facts import system_label
+
+    m = summary.get("manifest") or {}
+    who = "oracle (gold evidence turns)" if summary.get("source") == "oracle" else (
+        system_label(m) if summary.get("source") == "memory" else "full conversation")
+    return f"{who} · {summary['answerer'].split(' ')[0]}"
+
+
 def write_figures(summary: dict[str, Any], analysis: dict[str, Any], folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
+    _WHO["label"] = figure_label(summary)
     answers = list(summary["_answers"].values())
     return [
         categories_vs_baselines(summary, folder / "categories_vs_baselines.png"),

@@ -12,9 +12,12 @@ from locomo_kit.report.baselines import FOOTNOTES, LOCOMO_F1, MEM0_F1, MEM0_J, M
 from locomo_kit.report.completeness import banners
 from locomo_kit.report.errors import analyse
 from locomo_kit.report.figures import write_figures
+from locomo_kit.report.html import write_run_html
 from locomo_kit.report.reliability import reliability_banners
 from locomo_kit.scoring.compression import section as compression_section
 from locomo_kit.report.run_warnings import run_warnings
+from locomo_kit.report.sessions import session_lines
+from locomo_kit.report.system_facts import fact_rows, source_phrase
 from locomo_kit.runs import RunFolder, utc_now
 
 FULL_QUESTIONS = 1540
@@ -56,6 +59,8 @@ def sample_note(summary: dict) -> str:
 
 
 def _consistency(c: Any) -> str:
+    if isinstance(c, dict) and c.get("why"):
+        return str(c["why"])
     if not isinstance(c, dict) or not c.get("probes"):
         return "not checked"
     state = "consistent" if c.get("consistent") else f"NOT consistent ({c.get('found')} of {c.get('probes')} found)"
@@ -155,7 +160,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     retrieved = (f"; evidence within the {budget:,}-token context: {_f(diag.get('overall', {}).get('recall_all'))}%"
                  if budget else f"; evidence retrieved in the top 8: {_f(coverage)}%" if coverage is not None else "")
     lines += [f"**Summary.** {', '.join(s['samples'])}: {s['questions']} questions answered by {label} from "
-              f"{'memories retrieved from ' + str(m.get('worker', {}).get('name', 'the Worker')) if s['source'] == 'memory' else 'the full conversation'}"
+              f"{source_phrase(m, s['source'])}"
               f"; official F1 {_f(f1['overall']['mean'])}% "
               f"[{_f(f1['overall']['ci_low'])}, {_f(f1['overall']['ci_high'])}]"
               + retrieved + ".", "",
@@ -166,7 +171,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
 
     worker = m.get("worker", {})
     judges = s["judge"]["models"]
-    facts = [["run id", s["run_id"]], ["worker", f"{worker.get('name', '–')} {worker.get('version') or ''} ({worker.get('url', '–')})"],
+    facts = [["run id", s["run_id"]], *fact_rows(m),
              ["ingestion mode", str(m.get("parameters", {}).get("mode", "–"))],
              ["answer source", s["source"]], ["answerer", label], ["top_k", _f(s["top_k"])], ["context budget", f"{budget:,} tokens" if budget else "–"],
              ["configuration id", str(m.get("config_id", "–"))],
@@ -281,6 +286,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     lines += ["Evidence recall (\"all\"): coverage over every memory retrieved (k = top_k). MRR: mean of 1/rank of the first retrieved memory holding an evidence turn (0 when none is in the "
               "top k). NDCG@k: binary gains, a rank counts when it brings an evidence turn not seen above it; the "
               "ideal puts one at each of the first min(#evidence, k) ranks.", ""]
+    lines += session_lines(s["diagnostics"])
     search_lat = s["latency_ms"]["search"]
     if search_lat.get("n"):
         lines += [f"Search latency beside these (ms, {search_lat['n']} questions): p50 {_f(search_lat['p50'])}, "
@@ -319,5 +325,6 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text("\n".join(lines), encoding="utf-8")
     tmp.replace(path)
-    run.update_manifest(report={"written_at": utc_now(), "path": str(path)})
+    html = write_run_html(run, conversations, path)
+    run.update_manifest(report={"written_at": utc_now(), "path": str(path), "html": str(html)})
     return path, figures, s

