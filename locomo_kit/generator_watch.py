@@ -45,12 +45,17 @@ def llm_timeout_s(client: WorkerClient) -> float | None:
 
 
 def paused_message(stalled_s: float, llm_timeout: float) -> str:
-    return (f"the Worker's compressor made no progress for {stalled_s:.0f} s with isProcessing set (queue depth "
+    said = (f"the Worker's compressor made no progress for {stalled_s:.0f} s with isProcessing set (queue depth "
             f"unchanged, no new observation): its generator has paused. claude-mem gives each compressor call "
             f"CLAUDE_MEM_LLM_TIMEOUT_MS = {llm_timeout * 1000:.0f} ms and never retries one that took longer "
-            "(its log says \"Generator paused for transport\"). A slow compressor server needs more: set "
-            "CLAUDE_MEM_LLM_TIMEOUT_MS (at most 300000) in ~/.claude-mem/settings.json, or `scripts/claude-mem-peer "
-            "start --llm-timeout-ms 300000`, and restart the Worker; then rerun to resume")
+            "(its log says \"Generator paused for transport\")")
+    if llm_timeout * 1000 >= CLAUDE_MEM_MAX_LLM_TIMEOUT_MS:
+        return (said + ". That is claude-mem's maximum already: its compressor server is too slow for it (claude-mem "
+                "asks for up to 4,096 tokens a call): use a faster server (a GPU, a less loaded machine) or a model "
+                "that answers in fewer tokens, restart the Worker, then rerun to resume")
+    return (said + ". A slow compressor server needs more: set CLAUDE_MEM_LLM_TIMEOUT_MS (at most 300000) in "
+            "~/.claude-mem/settings.json, or `scripts/claude-mem-peer start --llm-timeout-ms 300000`, and restart "
+            "the Worker; then rerun to resume")
 
 
 def wait_for_queue(client: WorkerClient, project: str, timeout: float, poll_interval: float = 3.0,

@@ -41,3 +41,33 @@ def running_server(folder: Path, n_ctx: int = 4096) -> Iterator[dict]:
         yield info
     finally:
         llm_server("stop", "--dir", str(folder), timeout=60)
+
+
+def generation_speed(base_url: str, tokens: int = 48) -> float:
+    """Tokens a second the server generates now (one short call)."""
+    import time
+
+    import httpx
+
+    start = time.monotonic()
+    r = httpx.post(f"{base_url}/chat/completions", timeout=600, json={
+        "model": "m", "max_tokens": tokens, "temperature": 0.8,
+        "messages": [{"role": "user", "content": "Write a long story about a lighthouse keeper."}]})
+    r.raise_for_status()
+    return r.json()["usage"]["completion_tokens"] / (time.monotonic() - start)
+
+
+CLAUDE_MEM_TOKENS_PER_CALL = 4096  # claude-mem's max_tokens
+CLAUDE_MEM_MAX_TIMEOUT_S = 300.0
+
+
+def require_speed_for_claude_mem(base_url: str) -> float:
+    """Skip, saying why, when this machine generates too slowly for claude-mem's 300 s per call."""
+    speed = generation_speed(base_url)
+    need = CLAUDE_MEM_TOKENS_PER_CALL / (0.8 * CLAUDE_MEM_MAX_TIMEOUT_S)
+    if speed < need:
+        pytest.skip(f"the local server generates {speed:.1f} tokens/s on this machine now (busy?): claude-mem asks for "
+                    f"up to {CLAUDE_MEM_TOKENS_PER_CALL} tokens a call within at most 300 s, which needs about "
+                    f"{need:.0f} tokens/s; claude-mem would pause its generator (the kit names it: "
+                    "tests/test_compression.py)")
+    return speed

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from local_llm import MODEL, require_server, running_server
+from local_llm import MODEL, require_server, require_speed_for_claude_mem, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,6 +81,7 @@ def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_p
     from locomo_kit.worker_client import WorkerClient
 
     require_release()
+    require_speed_for_claude_mem(server["base_url"])
     conv = get_conversation(dataset, "conv-26")
     first = dataclasses.replace(conv, sessions=conv.sessions[:1])
     folder = RunFolder("compress", root=tmp_path / "runs")
