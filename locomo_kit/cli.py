@@ -229,9 +229,6 @@ def _cmd_score(args: argparse.Namespace) -> int:
                   f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
     outcomes = []
     if args.judge_model:
-        from locomo_kit.scoring.calibration import calibration_rates
-        from locomo_kit.scoring.judge import load_judgements
-
         protocol = args.judge_protocol or "playbook"
         _say_auto("judge", args.judge_model)
         run_judge(run, protocol, args.judge_model, args.judge_runs, args.judge_base_url, gold=args.gold,
@@ -240,11 +237,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
         if record:
             outcomes.append(Outcome(**{k: v for k, v in record.items() if k not in ("ok", "not_attempted")}))
             print(outcomes[-1].line())
-        for r in calibration_rates(load_judgements(run, protocol)):
-            print(f"calibration {r['protocol']} {r['judge_model']} {r['kind']:<14} {r['rate_name']} "
-                  f"{r['rate'] if r['rate'] is None else round(r['rate'], 1)}% of {r['items']} "
-                  f"[{r['ci_low'] if r['ci_low'] is None else round(r['ci_low'], 1)}, "
-                  f"{r['ci_high'] if r['ci_high'] is None else round(r['ci_high'], 1)}]")
+        from locomo_kit.report.aggregate import summarize_run
+        from locomo_kit.scoring.judge_findings import console_lines
+
+        for line in console_lines(summarize_run(run)):  # J with its interval, the calibration, what to distrust
+            print(line)
     print(f"run folder: {run.path}")
     return _finish(outcomes, run if args.judge_model else None)
 

@@ -537,4 +537,9 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
         outcomes.append(judged)
         log(judged.line())
     report, figures, summary = run_report(run, sample, dataset_path)
+    if judge_model:
+        from locomo_kit.scoring.judge_findings import console_lines
+
+        for line in console_lines(summary):
+            log(line)
     return PipelineResult(run, report, figures, summary, outcomes)

@@ -18,6 +18,13 @@ def system_label(m: dict[str, Any]) -> str:
     return f"{base} ({own})" if own else base
 
 
+def run_system(m: dict[str, Any], source: str) -> str:
+    """What the run's context came from, in a table row's label: ``bm25 0.3.16``, ``oracle``, ``full conversation``."""
+    if source == "oracle":
+        return "oracle: gold evidence turns"
+    return system_label(m) if source == "memory" else "full conversation"
+
+
 def fact_rows(m: dict[str, Any]) -> list[list[str]]:
     w = m.get("system") or m.get("worker") or {}
     settings = w.get("settings")
