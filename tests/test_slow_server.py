@@ -73,7 +73,7 @@ def test_ctrl_c_stops_a_run_while_a_slow_call_is_in_flight(tmp_path):
         proc = subprocess.Popen(kit("answer", "--sample", "conv-26", "--answer-model", "openai/standin",
                                     "--answer-base-url", f"{url}/v1", "--limit", "3", "--source", "full-context"),
                                 env=cli_env(tmp_path), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
+                                text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
         while not any(e == "start" and not k.startswith("preflight:") for _, e, k in server.events):
             assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
