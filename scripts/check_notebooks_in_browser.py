@@ -116,6 +116,18 @@ def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) ->
     dom = page.evaluate("""() => ({images: document.querySelectorAll('.jp-OutputArea-output img').length,
                                     bars: document.querySelectorAll('.jp-OutputArea-output .widget-hprogress').length})""")
     result["rendered_images"], result["rendered_progress_bars"] = dom["images"], dom["bars"]
+    # an inline report.html (notebook 05 shows it in an iframe): the explorer's rows as drawn there
+    result["explorer_rows"] = 0
+    for frame in page.frames[1:]:
+        try:
+            result["explorer_rows"] = max(result["explorer_rows"], frame.evaluate(
+                "() => document.querySelectorAll('#explorer-rows tr.row').length"))
+        except Exception:  # a frame that went away or is not a page of ours
+            pass
+    if result["explorer_rows"]:
+        frame = page.query_selector(".jp-OutputArea-output iframe")
+        frame.scroll_into_view_if_needed()
+        frame.screenshot(path=str(shots / f"{name}-explorer.png"))
     page.screenshot(path=str(shots / f"{name}.png"))
     for i, el in enumerate(page.query_selector_all(".jp-OutputArea-output img")[:3]):
         el.scroll_into_view_if_needed()
@@ -153,7 +165,7 @@ def main() -> int:
                     print(f"{name}: {r['code_cells']} code cells, {r['not_run']} not run, {len(r['errors'])} errors "
                           f"{r['errors'][:1]}, {len(r['warnings'])} warnings {r['warnings'][:1]}, {r['figures']} figures "
                           f"({r['rendered_images']} rendered), {r['progress_widgets']} progress widgets "
-                          f"({r['rendered_progress_bars']} rendered) ({r['seconds']} s)", flush=True)
+                          f"({r['rendered_progress_bars']} rendered), {r['explorer_rows']} explorer rows ({r['seconds']} s)", flush=True)
                 browser.close()
         finally:
             lab.terminate()

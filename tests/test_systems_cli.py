@@ -127,3 +127,19 @@ def test_an_ingestion_is_reused_only_while_the_system_holds_it(tmp_path, capsys)
         lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2})
     _, forced = lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2}, force=True)
     assert len(forced.ingested) == 19
+
+
+def test_dense_run_names_the_system_and_stores_its_vectors(capsys, tmp_path):
+    import sqlite3
+
+    assert main(["run", "--sample", "conv-30", "--system", "dense"]) == 0
+    report = report_of(capsys.readouterr().out)
+    assert report.parent.name.startswith("conv-30-dense-1.0.0-extractive-b1000-")
+    head = report.read_text().split("## 1.")[0]
+    assert "dense 1.0.0, extractive" in head and "| memory system | dense 1.0.0 (in-process) |" in head
+    manifest = json.loads((report.parent / "manifest.json").read_text())
+    assert manifest["system"]["settings"]["similarity"] == "cosine"
+    store = tmp_path / "outputs" / "runs" / "conv-30-dense-1.0.0" / "memories.sqlite"
+    with sqlite3.connect(store) as db:
+        rows, vectors = db.execute("SELECT COUNT(*), SUM(LENGTH(vector)) FROM memories").fetchone()
+    assert rows == 369 and vectors == 369 * 384 * 4  # one float32 MiniLM vector per turn

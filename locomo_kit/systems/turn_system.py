@@ -19,7 +19,9 @@ class TurnSystem(MemorySystem):
     keeps_turn_ids = True
     own_budget = False
     unit = "turns"
-    settings_defaults: dict[str, Any] = {}
+    settings_defaults: dict[str, Any] = {}  # every setting a subclass takes, with its default
+    semantic = "n/a"  # what its health reports as semantic search
+    needs_vectors = False  # store a vector beside each turn (see vectors())
 
     def __init__(self, store: Path, **options: Any) -> None:
         unknown = set(options) - set(self.settings_defaults)
@@ -41,8 +43,6 @@ class TurnSystem(MemorySystem):
         except Exception as exc:  # noqa: BLE001 - any failure to open the store is the answer
             return Health(False, f"cannot open {self.turns.path}: {exc}")
         return Health(True, f"store {self.turns.path}", {"semantic_search": self.semantic})
-
-    semantic = "n/a"
 
     def ingest_session(self, conversation: Conversation, session: Session) -> SessionIngest:
         memories = session_memories(conversation, session)
@@ -76,9 +76,8 @@ class TurnSystem(MemorySystem):
                       date=memories[i].date) for i, s in ranked]
         return SearchResult(out, (time.perf_counter() - start) * 1000, budget_applied=False, queries=[query])
 
-    needs_vectors = False
-
     def vectors(self, texts: list[str]) -> list[bytes | None]:
+        """One stored vector per text (float32 bytes) when ``needs_vectors``."""
         return [None] * len(texts)
 
     @abstractmethod
