@@ -48,10 +48,10 @@ def part_answer(url: str, n: int, out: dict) -> None:
 
 
 def part_judge(url: str, n: int, calibration: int, out: dict) -> None:
-    from locomo_kit.pipeline import resolve_run, run_config, run_judge
+    from locomo_kit.pipeline import run_all, run_judge
     from locomo_kit.report.aggregate import summarize_run
 
-    run = resolve_run(run_config("conv-26", answer_model="extractive", limit=n, context_budget=1000, top_k=100))
+    run = run_all("conv-26", answer_model="extractive", limit=n, log=lambda _: None, progress=False).run
     start = time.monotonic()
     run_judge(run, "mem0", MODEL, 1, url, calibration_size=calibration, progress=False)
     s = summarize_run(run)

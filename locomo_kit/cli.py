@@ -388,10 +388,12 @@ def _call_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("paid calls", "Every paid stage prints its plan (calls still needed, tokens, cost) "
                              "and asks on a terminal before spending.")
     g.add_argument("--concurrency", type=int_in(1, 256), default=DEFAULT_CONCURRENCY,
-                   help=f"LLM calls in flight at once, across questions, 1-256 (default {DEFAULT_CONCURRENCY})")
+                   help=f"LLM calls in flight at most, across questions, 1-256 (default {DEFAULT_CONCURRENCY}; a local "
+                   "server starts with one, or the slots it reports, and gets what it serves without queueing)")
     g.add_argument("--rpm", type=positive_float, help="cap on requests per minute (default: none; 429s slow the pool down)")
     g.add_argument("--tpm", type=positive_float, help="cap on input tokens per minute (default: none)")
-    g.add_argument("--timeout", type=positive_float, help="seconds per LLM call (default 120)")
+    g.add_argument("--timeout", type=positive_float, help="seconds per LLM call (default 120 on a hosted API, 900 on "
+                   "a local server: loopback, private or unknown)")
     g.add_argument("--retries", type=int_in(0, 20), default=6, help="retries per call on 429/5xx/timeouts, 0-20 (6), "
                    "with jittered back-off honouring retry-after; a call that still fails stays pending for the next run")
     g.add_argument("--batch", action="store_true", help="Anthropic Message Batches: one batch per stage, half price, "
@@ -611,6 +613,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         print("locomo-kit: interrupted; rerun the same command to resume.", file=sys.stderr)
+        if argv is None:  # the command line: every record is already on disk (fsynced), so leave now, without
+            sys.stdout.flush()  # waiting for calls still in flight or a slow interpreter teardown
+            sys.stderr.flush()
+            os._exit(130)
         return 130
 
 

@@ -94,3 +94,31 @@ def test_a_paused_generator_is_named_long_before_the_session_timeout():
     assert not isinstance(exc.value, GeneratorPaused)
     assert llm_timeout_s(FakeWorker(None)) is None  # memworker, stand-ins: no /api/settings
     assert llm_timeout_s(FakeWorker({"CLAUDE_MEM_LLM_TIMEOUT_MS": "900000", "CLAUDE_MEM_X": 1})) == 30.0
+
+
+def test_finished_at_is_when_the_session_finished(tmp_path, conv26, monkeypatch):
+    """A session that takes over a second: its record's finished_at is after its start."""
+    from datetime import datetime, timedelta
+
+    from claude_mem_standin import create_standin, serve
+    from locomo_kit.ingest import ingest_conversation
+    from locomo_kit.worker_client import WorkerClient
+    import importlib
+
+    ingest_module = importlib.import_module("locomo_kit.ingest")
+
+    real = ingest_module._ingest_transcript
+
+    def slow(*args, **kwargs):
+        import time
+
+        time.sleep(1.5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "_ingest_transcript", slow)
+    one = __import__("dataclasses").replace(conv26, sessions=conv26.sessions[:1])
+    with serve(create_standin()) as url, WorkerClient(url, token="") as client:
+        before = datetime.now().astimezone()
+        ingest_conversation(client, one, RunFolder("f", root=tmp_path), progress=False)
+    (rec,) = [r for r in RunFolder("f", root=tmp_path).records("ingest.jsonl") if r.get("kind") == "session"]
+    assert datetime.fromisoformat(rec["finished_at"]) >= before.replace(microsecond=0) + timedelta(seconds=1)
