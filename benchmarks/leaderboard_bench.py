@@ -48,6 +48,14 @@ def _load() -> list[float] | None:
         return None
 
 
+def _write(real_outputs: Path, result: dict) -> Path:
+    """outputs/bench/leaderboard.json (rewritten after each system, so a stopped bench keeps what it measured)."""
+    out = real_outputs / "bench" / "leaderboard.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--systems", default=SYSTEMS)
@@ -88,12 +96,14 @@ def main(argv: list[str] | None = None) -> int:
                            "locomo_f1": rows[0]["locomo_f1"] if rows else None,
                            "load_after": _load()})
         print(f"{entry.spec}: exit {code}, {wall:.0f} s", flush=True)
+        _write(real_outputs, {"systems": per_system, "complete": False, "sample": args.sample,
+                              "elapsed_s": round(time.monotonic() - started, 1), "git_commit": _git_commit()})
     total = time.monotonic() - started
     t0 = time.monotonic()
     code = cli(["leaderboard", "--systems", args.systems, "--sample", args.sample, "--context-budget", args.context_budget])
     table_s = time.monotonic() - t0
 
-    result = {"systems": per_system, "total_s": round(total, 1), "target_s": TARGET_S,
+    result = {"systems": per_system, "complete": True, "total_s": round(total, 1), "target_s": TARGET_S,
               "within_target": total <= TARGET_S, "all_systems_exit": code, "table_s": round(table_s, 1),
               "sample": args.sample, "context_budget": args.context_budget, "cold": not args.keep,
               "leaderboard": str(max((bench_outputs / "leaderboards").glob("*/leaderboard.md"),
@@ -110,9 +120,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{fmt(s['locomo_f1']):>6}")
     print(f"total {total:.0f} s for {len(per_system)} systems (target {TARGET_S} s: "
           f"{'met' if result['within_target'] else 'NOT met'}); the table over all of them: {table_s:.1f} s, exit {code}")
-    out = real_outputs / "bench" / "leaderboard.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    out = _write(real_outputs, result)
     print(f"wrote {out}; leaderboard: {result['leaderboard']}")
     return 0 if code == 0 and all(s["exit"] == 0 for s in per_system) else 1
 

@@ -30,6 +30,7 @@ def run_budget_list(args: argparse.Namespace, budgets: list[int], answer_model: 
     def config_run(budget: int) -> RunFolder:
         top_k, b = retrieval(args.top_k, budget)
         return resolve_run(run_config(args.sample, args.worker_url, args.mode, answer_model, top_k,
+                                      getattr(args, "source", "memory"), system=getattr(args, "system", None),
                                       context_budget=b, query_strategy=_strategy_key(args.query_strategy)))
 
     protocol = (args.judge_protocol or "playbook") if judge_model else None
@@ -43,8 +44,8 @@ def run_budget_list(args: argparse.Namespace, budgets: list[int], answer_model: 
             codes.append(max(_finish([], item.run), _ingest_outcome(item.run)))
     points = curve_points([(None, item.run) for item in done])
     model = answer_model.split("/")[-1]
-    folder = curve_folder(f"{args.sample}-{args.mode}-{worker_slug(args.worker_url)}-{model}-b"
-                          + "-".join(str(b) for b in sorted(budgets)))
+    where = getattr(args, "system", None) or f"{args.mode}-{worker_slug(args.worker_url)}"
+    folder = curve_folder(f"{args.sample}-{where}-{model}-b" + "-".join(str(b) for b in sorted(budgets)))
     failed = [f"context budget {i.budget:,} ({i.run.run_id})" for i, c in zip(done, codes) if c]
     notes = [f"**Not every run succeeded**: {', '.join(failed)}; see each run's report."] if failed else []
     paths = write_curve(points, folder, f"Accuracy against context: {args.sample}, {points[0]['system']}, "

@@ -51,6 +51,10 @@ class SessionResult:
     error: str | None = None
     worker_url: str = ""
     finished_at: str = field(default_factory=utc_now)
+    turns: int | None = None  # transcript mode: the session's turns, and how many survive in its observations
+    turns_kept: int | None = None
+    fidelity: float | None = None
+    lost_turns: list[str] | None = None
 
 
 class WorkerNotUsable(WorkerError):
@@ -109,6 +113,7 @@ class IngestSummary:
     skipped: int  # sessions already done in an earlier run
     aborted: str | None = None  # why ingestion stopped before the last session
     not_attempted: int = 0  # sessions left out because ingestion stopped
+    compression: dict | None = None  # what the compressor kept (locomo_kit.scoring.compression.measure)
 
     @property
     def ingested(self) -> list[SessionResult]:
@@ -137,6 +142,9 @@ class IngestSummary:
             secs = [r.seconds for r in self.ingested]
             out.append(f"observations per session: min {min(obs)}, mean {sum(obs) / len(obs):.1f}, max {max(obs)}; "
                        f"seconds per session: mean {sum(secs) / len(secs):.2f}, max {max(secs):.2f}")
+        from locomo_kit.scoring.compression import summary_lines
+
+        out += summary_lines(self.compression)
         for r in self.failed:
             out.append(f"FAILED {r.content_session_id}: {r.error}")
         zero = self.zero_observation_sessions
@@ -161,12 +169,13 @@ def done_sessions(run: RunFolder, sample_id: str, mode: str) -> dict[int, dict]:
     return done
 
 
-def _count_session_observations(client: WorkerClient, project: str, csid: str, before: int) -> tuple[int, int]:
-    """(observations this session produced, observations in the project now)."""
+def _session_observations(client: WorkerClient, project: str, csid: str, before: set[int]) -> tuple[list, int]:
+    """(the observations this session produced, observations in the project now): those tagged with
+    the session, else those that were not there before it."""
     obs = client.list_observations(project)
     if any("source_session" in o.metadata for o in obs):
-        return sum(1 for o in obs if o.metadata.get("source_session") == csid), len(obs)
-    return max(0, len(obs) - before), len(obs)
+        return [o for o in obs if o.metadata.get("source_session") == csid], len(obs)
+    return [o for o in obs if o.id not in before], len(obs)
 
 
 def generation(run: RunFolder, sample_id: str) -> str:
@@ -179,21 +188,31 @@ def generation(run: RunFolder, sample_id: str) -> str:
 
 
 def _ingest_transcript(client: WorkerClient, conv: Conversation, session: Session, timeout: float,
-                       poll_interval: float, before: int, gen: str) -> tuple[int, int]:
+                       poll_interval: float, before: int, gen: str) -> tuple[list, int]:
+    """(the session's observations, observations in the project now)."""
     csid = adapter.content_session_id(conv.sample_id, session.number)
     project = adapter.project_name(conv.sample_id)
+    ids_before = {o.id for o in client.iter_observations(project)}
     init = client.init_session(csid, project, adapter.init_prompt(conv, session))
     # claude-mem answers "duplicate" when the same prompt reached the same session within 10 s (e.g. a
     # resume right after a Worker restart): the session exists, so go on; any other skip is a failure
     if init.get("skipped") and init.get("reason") != "duplicate":
         raise WorkerError(f"Worker skipped session init: {init.get('reason')}")
     failed_before = client.processing_status().get("failed")
+    if not hasattr(client, "llm_timeout_s"):  # claude-mem's compressor timeout, read once per client
+        from locomo_kit.generator_watch import llm_timeout_s
+
+        client.llm_timeout_s = llm_timeout_s(client)  # type: ignore[attr-defined]
     queued = client.queue_observation(csid, **adapter.read_tool_call(conv, session, gen))
     if queued.get("status") not in ("queued", "skipped") or (
             queued.get("status") == "skipped" and queued.get("reason") != "duplicate"):
         raise WorkerError(f"Worker did not queue the transcript: {queued}")
+    from locomo_kit.generator_watch import GeneratorPaused, wait_for_queue
+
     try:
-        client.wait_for_processing(timeout=timeout, poll_interval=poll_interval)
+        wait_for_queue(client, project, timeout, poll_interval, client.llm_timeout_s)  # type: ignore[attr-defined]
+    except GeneratorPaused:
+        raise
     except WorkerTimeout as exc:
         raise QueueStuck(f"{exc}; the Worker's compressor is not processing (check its provider settings and "
                          f"logs, e.g. ~/.claude-mem/logs/)") from exc
@@ -202,7 +221,7 @@ def _ingest_transcript(client: WorkerClient, conv: Conversation, session: Sessio
         raise WorkerError(f"the Worker failed to process the transcript of session {session.number} (its failed "
                           f"count rose from {failed_before} to {failed_after}; see its log); rerun to send it again")
     client.summarize(csid, f"Session {session.number} of {conv.sample_id} ingested.")
-    return _count_session_observations(client, project, csid, before)
+    return _session_observations(client, project, csid, ids_before)
 
 
 def _ingest_turns(client: WorkerClient, conv: Conversation, session: Session, existing_titles: set[str]) -> int:
@@ -246,8 +265,13 @@ def ingest_conversation(client: WorkerClient, conv: Conversation, run: RunFolder
         result = SessionResult(conv.sample_id, session.number, csid, project, mode, "ok", worker_url=client.base_url)
         try:
             if mode == "transcript":
-                result.observations, known = _ingest_transcript(client, conv, session, session_timeout,
-                                                                poll_interval, known, gen)
+                from locomo_kit.scoring.compression import session_fidelity
+
+                stored, known = _ingest_transcript(client, conv, session, session_timeout, poll_interval, known, gen)
+                result.observations = len(stored)
+                kept = session_fidelity(session, [o.content for o in stored])
+                result.turns, result.turns_kept = kept["turns"], kept["turns_kept"]
+                result.fidelity, result.lost_turns = kept["fidelity"], kept["lost_turns"]
             else:
                 result.observations = _ingest_turns(client, conv, session, titles)
             if result.observations == 0:
@@ -256,13 +280,16 @@ def ingest_conversation(client: WorkerClient, conv: Conversation, run: RunFolder
                                 "or skipped it; see the Worker's logs)")
         except WorkerError as exc:
             result.status, result.error = "failed", str(exc)
-            if isinstance(exc, (QueueStuck, WorkerUnavailable)):
+            from locomo_kit.generator_watch import GeneratorPaused
+
+            if isinstance(exc, (QueueStuck, WorkerUnavailable, GeneratorPaused)):
                 aborted = f"{csid}: {exc}"
             try:  # the failed session may still add observations: recount before the next one
                 known = sum(1 for _ in client.iter_observations(project))
             except WorkerError:
                 pass
         result.seconds = round(time.monotonic() - start, 3)
+        result.finished_at = utc_now()
         run.append(INGEST_FILE, {"kind": "session", **asdict(result)})
         results.append(result)
         if aborted:

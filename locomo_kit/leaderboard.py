@@ -11,7 +11,8 @@ already complete (:mod:`locomo_kit.budgets`), then writes under ``outputs/leader
   place for those statistics); and the published rows (:mod:`locomo_kit.report.baselines`) beside
   them, marked "quoted, not measured here";
 - ``leaderboard.png`` (the measured figures per system) and, with several budgets, ``curve.png``
-  (accuracy against context, :func:`locomo_kit.budgets.write_curve`).
+  (accuracy against context, :func:`locomo_kit.budgets.write_curve`);
+- ``report.html``: the same page in the kit's self-contained HTML shell (figures inline).
 
 A system that fails (its package missing, its ingestion stopped, answers failed) does not stop the
 others: it is listed as failed at the top of the table, and ``result.ok`` is False (the command exits 1).
@@ -110,9 +111,20 @@ class LeaderboardResult:
 
 
 def _label(manifest: dict[str, Any], fallback: str) -> str:
+    """``bm25 0.3.16``; with the system's own label of what it ran as, when it gives one
+    (``mem0 2.2.1 (Mem0 without LLM extraction)``)."""
     ident = manifest.get("system") or manifest.get("worker") or {}
     name, version = ident.get("name") or fallback, ident.get("version")
-    return f"{name} {version}" if version else name
+    label = f"{name} {version}" if version else name
+    own = (ident.get("settings") or {}).get("label")
+    return f"{label} ({own})" if isinstance(own, str) and own else label
+
+
+def switched_off(manifest: dict[str, Any]) -> list[str]:
+    """What the system reports it switched off offline (its identity's ``switched_off_offline``)."""
+    ident = manifest.get("system") or manifest.get("worker") or {}
+    off = (ident.get("settings") or {}).get("switched_off_offline") or []
+    return [str(x) for x in (off if isinstance(off, list) else [off])]
 
 
 def ingest_seconds(run: RunFolder) -> float | None:
@@ -171,11 +183,11 @@ def paired_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for row in result["rows"]:
             if row["category"] != "overall" or row["unit"] != "points":
                 continue
-            for r, c in zip(group[1:], row["comparisons"]):
-                out.append({"budget": budget, "system": r["system"], "baseline": group[0]["system"],
+            for i, (r, c) in enumerate(zip(group[1:], row["comparisons"])):
+                out.append({"budget": budget, "order": i, "system": r["system"], "baseline": group[0]["system"],
                             "metric": row["label"], "n": row["n"], "diff": c["diff"], "ci_low": c["ci_low"],
                             "ci_high": c["ci_high"], "mdd": c["mdd"], "verdict": c["verdict"]})
-    return out
+    return sorted(out, key=lambda p: (p["budget"], p["order"]))  # stable: each system's metrics together
 
 
 def quoted_rows() -> list[dict[str, Any]]:
@@ -380,6 +392,14 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
     return LeaderboardResult(folder, rows, outcomes, paths, all(o.ok for o in outcomes) and bool(rows))
 
 
+def leaderboard_html(markdown: Path, title: str) -> Path:
+    """``report.html`` beside ``leaderboard.md``: the same sections in the kit's self-contained page shell."""
+    from locomo_kit.report.html import _write, render_markdown, render_page
+
+    body = render_markdown(markdown.read_text(encoding="utf-8"), markdown.parent)
+    return _write(markdown.parent / "report.html", render_page(title, body, None, kind="compare"))
+
+
 def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[SystemOutcome], sample: str,
                       answer_model: str, judge_model: str | None, protocol: str | None,
                       budgets: Sequence[int]) -> dict[str, Path]:
@@ -430,8 +450,10 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
             m = o.runs[0].run.manifest()
             ident = m.get("system") or m.get("worker") or {}
             runs = ", ".join(f"`{r.run.run_id}`" + (" (reused)" if r.reused else "") for r in o.runs)
+            off = switched_off(m)
             md.append(f"- **{_label(m, o.entry.name)}** ({ident.get('url') or o.entry.worker_url}): runs {runs}; "
-                      f"settings `{json.dumps(ident.get('settings') or {}, sort_keys=True, default=str)}`")
+                      + (f"switched off offline: {'; '.join(off)}; " if off else "")
+                      + f"settings `{json.dumps(ident.get('settings') or {}, sort_keys=True, default=str)}`")
     md.append("")
     png = figure(rows, folder / "leaderboard.png", title) if rows else None
     paths: dict[str, Path] = {"markdown": folder / "leaderboard.md", "csv": folder / "leaderboard.csv",
@@ -445,6 +467,7 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
         paths["curve"] = curve["figure"]
         md += ["## Accuracy against context", "", "![accuracy against context](curve.png)", ""]
     paths["markdown"].write_text("\n".join(md), encoding="utf-8")
+    paths["html"] = leaderboard_html(paths["markdown"], title)
     fields = ["system", "status", "measured", "budget", "questions", "answerer", "evidence_recall", "recall@10",
               "session_recall@10", "session_recall@10_chance", "session_hit@5", "session_hit@5_chance",
               "sessions_retrieved", "locomo_f1", "mem0_f1", "j_mem0", "j_strict", "j_playbook", "ingest_s",

@@ -202,6 +202,12 @@ def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
         summary = ingest(client, conversations, ingestion, mode=mode, session_timeout=session_timeout,
                          poll_interval=poll_interval, force=force, progress=progress)
         summary.notes = notes  # type: ignore[attr-defined]
+        if mode == "transcript":  # what the compressor kept (locomo_kit.scoring.compression)
+            from locomo_kit.scoring.compression import measure, session_records
+
+            summary.compression = measure(client, conversations, session_records(ingestion.records("ingest.jsonl"),
+                                                                                  mode))
+            ingestion.update_manifest(compression=summary.compression)
         outcome = ingest_outcome(summary, sum(len(c.sessions) for c in conversations))
         ingestion.update_manifest(ingest={"finished_at": utc_now(), "ingested": len(summary.ingested),
                                           "failed": len(summary.failed), "skipped": summary.skipped,
@@ -257,8 +263,9 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                dataset_path: str | None = None, progress: bool | None = None, llm=None,
                calls=None, timeout: float | None = None, context_budget: int | None = None,
                query_strategy: str = "question", ingest_id: str | None = None, system: str | None = None,
-               system_options: dict[str, Any] | None = None, **extra: Any):
-    """Answer every question of ``sample`` (resumable) into the configuration's run folder.
+               system_options: dict[str, Any] | None = None, limit: int | None = None, **extra: Any):
+    """Answer every question of ``sample`` (resumable) into the configuration's run folder
+    (``limit``: only the first N questions of each sample, a run of its own).
 
     ``answer_model`` defaults to the offline extractive floor; ``llm`` overrides the model (tests);
     ``calls`` (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch,
@@ -274,7 +281,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     conversations, sha = load(sample, dataset_path)
     config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
                         top_k, source, include_adversarial, system=system, context_budget=context_budget,
-                        query_strategy=_strategy_key(query_strategy), system_options=system_options or None, **extra)
+                        query_strategy=_strategy_key(query_strategy), limit=limit,
+                        system_options=system_options or None, **extra)
     name = system_name(system, worker_url) if source == "memory" else None
     spec = config.answer_model
     if spec == "extractive" and source == "full-context":
@@ -283,8 +291,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     if llm is None and spec != "extractive":
         llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
     answer = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial,
-                          context_budget=context_budget, query_strategy=query_strategy)
-    n = sum(len(questions(c, include_adversarial)) for c in conversations)
+                          context_budget=context_budget, query_strategy=query_strategy, limit=limit)
+    n = sum(len(questions(c, include_adversarial)[:limit]) for c in conversations)
     run = resolve_run(config, run_id)
     if name and not is_worker(name):
         from locomo_kit.systems import runner
@@ -299,7 +307,7 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                            "context_budget": context_budget, "prompt_version": answer.prompt_version,
                            "config_key": answer.key(), "include_adversarial": include_adversarial,
                            "server": getattr(llm, "base_url", None), "batch": bool(calls and calls.batch),
-                           "query_strategy": query_strategy if source == "memory" else None,
+                           "query_strategy": query_strategy if source == "memory" else None, "limit": limit,
                            "retrieval": LABELS[query_strategy] if source == "memory" else "full conversation",
                            "started_at": utc_now()}}
     warnings: list[str] = []
@@ -471,7 +479,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             calibration_size: int = 100, judge_base_url: str | None = None, calls=None, timeout: float | None = None,
             context_budget: int | None = None, query_strategy: str = "question", consistency_timeout: float = 1200.0,
             session_timeout: float = 180.0, ingest_id: str | None = None, system: str | None = None,
-            system_options: dict[str, Any] | None = None, source: str = "memory", **extra: Any) -> PipelineResult:
+            system_options: dict[str, Any] | None = None, source: str = "memory", limit: int | None = None,
+            **extra: Any) -> PipelineResult:
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
     ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's.
 
@@ -496,7 +505,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
                 preflight(llm)
     outcomes: list[Outcome] = []
     config = run_config(sample, worker_url, mode, answer_model, top_k, source, system=system,
-                        context_budget=context_budget, query_strategy=_strategy_key(query_strategy),
+                        context_budget=context_budget, query_strategy=_strategy_key(query_strategy), limit=limit,
                         system_options=system_options or None, **extra)
     run = resolve_run(config, run_id)
     name = system_name(system, worker_url)
@@ -516,7 +525,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
                             dataset_path=dataset_path, progress=progress, calls=calls, timeout=timeout,
                             concurrency=calls.concurrency if calls else 4, context_budget=context_budget,
                             query_strategy=query_strategy, ingest_id=ingest_id, system=system,
-                            system_options=system_options, **extra)
+                            system_options=system_options, limit=limit, **extra)
     outcomes.append(answers.outcome)
     log(answers.outcome.line())
     answers.outcome.raise_if_empty()
@@ -530,4 +539,9 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
         outcomes.append(judged)
         log(judged.line())
     report, figures, summary = run_report(run, sample, dataset_path)
+    if judge_model:
+        from locomo_kit.scoring.judge_findings import console_lines
+
+        for line in console_lines(summary):
+            log(line)
     return PipelineResult(run, report, figures, summary, outcomes)

@@ -122,8 +122,10 @@ class RunConfig:
         model = self.answer_model.split("/")[-1]
         budget = self.extra.get("context_budget")
         where = ("fullctx" if self.source != "memory" else f"b{budget}" if budget else f"k{self.top_k}")
+        limit = f"-q{self.extra['limit']}" if self.extra.get("limit") else ""  # the first N questions per sample
+        where += limit
         if self.source == "oracle":
-            return slug(f"{self.sample}-oracle-{model}")[:70] + f"-{self.key()}"
+            return slug(f"{self.sample}-oracle-{model}{limit}")[:70] + f"-{self.key()}"
         if self.system:
             return slug(f"{self.sample}-{self.system}-{model}-{where}")[:70] + f"-{self.key()}"
         return slug(f"{self.sample}-{self.mode}-{worker_slug(self.worker_url)}-{model}-{where}")[:70] + f"-{self.key()}"

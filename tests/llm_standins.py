@@ -69,3 +69,116 @@ def openai_app(script: Script) -> FastAPI:
 
 OVERLOADED = (529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
 RATE_LIMITED = (429, {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+
+
+class SlowServer:
+    """An OpenAI-compatible server that computes ``slots`` calls at a time, each taking ``delay`` s,
+    as llama-cpp-python's server does with one slot (checked against the real one, see
+    tests/test_local_llm.py):
+
+    - calls wait in a FIFO queue for the model lock; a call whose client left while it waited is
+      refused with 400 "Client closed request" and never computed; a call being computed is
+      computed to the end even when its client has left (llama-cpp-python does not cancel);
+    - ``GET /v1/models`` waits for the model lock too (it does not answer while a call computes);
+    - with ``report_slots`` it also answers llama.cpp's ``GET /props`` (``total_slots``) and
+      ``GET /slots`` (``is_processing`` per slot), as llama.cpp's own ``llama-server`` does; without
+      it those are 404, as on llama-cpp-python's server.
+
+    A call with ``max_tokens`` 1 (the kit's preflight) takes ``delay * preflight_share``.
+    Every call is recorded: ``received`` (prompt hashes in arrival order), ``computed``,
+    ``refused`` (left the queue before being computed) and ``abandoned`` (its client left while
+    it was computed: work wasted).
+    """
+
+    def __init__(self, delay: float = 1.0, slots: int = 1, report_slots: bool = False, preflight_share: float = 0.2,
+                 reply: str = "Paris") -> None:
+        import threading as _threading
+
+        self.delay, self.slots, self.report_slots, self.preflight_share = delay, slots, report_slots, preflight_share
+        self.reply = reply
+        self.received: list[str] = []
+        self.computed: list[str] = []
+        self.refused: list[str] = []
+        self.abandoned: list[str] = []
+        self.events: list[tuple[float, str, str]] = []  # (monotonic time, received|start|done, key)
+        self.busy = 0
+        self.max_busy = 0
+        self._lock = _threading.Lock()
+
+    @staticmethod
+    def key(body: dict) -> str:
+        import hashlib
+        import json as _json
+
+        return hashlib.sha256(_json.dumps(body.get("messages"), sort_keys=True).encode()).hexdigest()[:12]
+
+    def answers(self) -> list[str]:
+        """Prompts computed, without the preflight calls."""
+        return [k for k in self.computed if not k.startswith("preflight:")]
+
+    def app(self) -> FastAPI:
+        import asyncio
+
+        from fastapi import HTTPException
+        from starlette.concurrency import run_in_threadpool
+
+        app = FastAPI()
+        gate = asyncio.Semaphore(self.slots)  # FIFO, as llama-cpp-python's anyio lock
+        server = self
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request):
+            body = await request.json()
+            key = ("preflight:" if body.get("max_tokens") == 1 else "") + server.key(body)
+            server.received.append(key)
+            server.events.append((time_now(), "received", key))
+            async with gate:
+                if await request.is_disconnected():
+                    server.refused.append(key)
+                    raise HTTPException(status_code=400, detail="Client closed request")
+                with server._lock:
+                    server.busy += 1
+                    server.max_busy = max(server.max_busy, server.busy)
+                try:
+                    server.events.append((time_now(), "start", key))
+                    seconds = server.delay * (server.preflight_share if body.get("max_tokens") == 1 else 1.0)
+                    await run_in_threadpool(time_sleep, seconds)
+                    server.computed.append(key)
+                    server.events.append((time_now(), "done", key))
+                finally:
+                    with server._lock:
+                        server.busy -= 1
+                if await request.is_disconnected():
+                    server.abandoned.append(key)
+            text = "OK" if body.get("max_tokens") == 1 else server.reply
+            chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+            return JSONResponse(openai_completion(text, prompt_tokens=chars // 4, completion_tokens=len(text.split())))
+
+        @app.get("/v1/models")
+        async def models():
+            async with gate:
+                return {"object": "list", "data": [{"id": "standin", "object": "model", "owned_by": "me",
+                                                    "permissions": []}]}
+
+        if self.report_slots:
+            @app.get("/props")
+            async def props():
+                return {"total_slots": server.slots}
+
+            @app.get("/slots")
+            async def slots():
+                return [{"id": i, "is_processing": i < server.busy} for i in range(server.slots)]
+
+        return app
+
+
+def time_sleep(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)
+
+
+def time_now() -> float:
+    import time
+
+    return time.monotonic()

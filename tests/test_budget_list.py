@@ -61,3 +61,11 @@ def test_one_run_per_budget_then_the_curve_and_nothing_is_rerun(outputs, capsys)
     assert all((outputs / "runs" / r / "answers.jsonl").read_text() == text for r, text in answers.items())
     curve = json.loads(next(p for p in (outputs_dir() / "curves").glob("*/curve.json") if "1000" in str(p)).read_text())
     assert [p["budget"] for p in curve["points"]] == [250, 500, 1000]
+
+
+def test_a_budget_list_runs_the_system_it_names(outputs, capsys):
+    assert main(["run", "--sample", "conv-26", "--system", "bm25", "--context-budget", "250,500"]) == 0
+    runs = sorted(d.name for d in (outputs / "runs").iterdir() if (d / "answers.jsonl").is_file())
+    assert len(runs) == 2 and all(r.startswith("conv-26-bm25-") for r in runs)
+    curve = json.loads(next((outputs_dir() / "curves").glob("conv-26-bm25*/curve.json")).read_text())
+    assert {p["system"] for p in curve["points"]} == {"bm25"} and [p["budget"] for p in curve["points"]] == [250, 500]

@@ -140,7 +140,8 @@ def test_self_judging_warns_and_adversarial_is_skipped(tmp_path):
     llm = ScriptedLLM(['{"score": 50}'], model="claude-opus-4-6")
     llm.provider = "anthropic"
     adversarial = dict(ANSWER, question_index=9, category=5, gold=None)
-    with pytest.warns(UserWarning, match="self-judging"):
-        made = judge_answers(RunFolder("r", root=tmp_path), Judge(llm, "playbook", runs=2), [ANSWER, adversarial],
-                             progress=False)
+    said: list[str] = []
+    made = judge_answers(RunFolder("r", root=tmp_path), Judge(llm, "playbook", runs=2), [ANSWER, adversarial],
+                         progress=False, log=said.append)
+    assert any("is also the answerer" in line for line in said)
     assert [j.question_index for j in made] == [3]

@@ -172,3 +172,13 @@ def test_the_page_assets_ship_with_the_package(name):
     from importlib.resources import files
 
     assert files("locomo_kit.report").joinpath("templates", name).is_file()
+
+
+def test_the_inline_style_and_script_are_the_files_verbatim(report_runs):
+    """Inlined unescaped: an HTML-escaped quote in a <style> or <script> would silently break it."""
+    from importlib.resources import files
+
+    html = (report_runs.default.path / "report.html").read_text(encoding="utf-8")
+    for name in ("report.css", "explorer.js"):
+        text = files("locomo_kit.report").joinpath("templates", name).read_text(encoding="utf-8")
+        assert text.strip() in html, name

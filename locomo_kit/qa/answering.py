@@ -52,6 +52,7 @@ class AnswerConfig:
     include_adversarial: bool = False
     context_budget: int | None = None  # tokens of memories per question; then top_k only caps the count
     query_strategy: str = "question"  # question | keywords (the kit's fusion: see qa/retrieval.py)
+    limit: int | None = None  # the first N questions of each sample (the run folder is named for it, not the key)
 
     @property
     def prompt_version(self) -> str:
@@ -210,7 +211,8 @@ class QARunner:
         """Answer the questions not yet answered ``ok``: retrieve for all of them (``concurrency``
         searches at a time), then make all LLM calls through one shared pool or Message Batch."""
         done = done_questions(run, self.config.key())
-        todo = [(conv, q) for conv in conversations for q in questions(conv, self.config.include_adversarial)]
+        todo = [(conv, q) for conv in conversations
+                for q in questions(conv, self.config.include_adversarial)[:self.config.limit]]
         skipped = sum((conv.sample_id, q.index) in done for conv, q in todo)
         todo = [(conv, q) for conv, q in todo if (conv.sample_id, q.index) not in done]
         records: list[AnswerRecord] = []

@@ -32,7 +32,8 @@ def completeness(run: RunFolder, conversations: list[Conversation], summary: dic
     """Counts of what was asked for and what the report covers, stage by stage."""
     m = summary["manifest"]
     include_adv = bool(m.get("answer", {}).get("include_adversarial"))
-    expected = {(c.sample_id, q.index) for c in conversations for q in questions(c, include_adv)}
+    limit = m.get("answer", {}).get("limit")
+    expected = {(c.sample_id, q.index) for c in conversations for q in questions(c, include_adv)[:limit]}
     answered = set(summary["_answers"])
     failed = _failed_answers(run, summary["config_key"], answered)
     out: dict[str, Any] = {"questions_expected": len(expected), "questions_answered": len(answered & expected),

@@ -76,4 +76,6 @@ def analyse(summary: dict[str, Any], conversations: list[Conversation], examples
     matrix = {(hit, ok): sum(1 for r in rows if r["coverage"] is not None and (r["coverage"] > 0) == hit and r["correct"] == ok)
               for hit in (True, False) for ok in (True, False)}
     return {"basis": rows[0]["basis"] if rows else "", "examples": examples_by_cat, "failure_split": split,
-            "by_distance": by_distance, "hit_correct_matrix": matrix}
+            "by_distance": by_distance, "hit_correct_matrix": matrix,
+            "wrong": [{"sample_id": r["score"]["sample_id"], "evidence": r["answer"].get("evidence") or [],
+                       "coverage": r["coverage"]} for r in wrong]}

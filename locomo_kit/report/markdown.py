@@ -13,6 +13,8 @@ from locomo_kit.report.completeness import banners
 from locomo_kit.report.errors import analyse
 from locomo_kit.report.figures import write_figures
 from locomo_kit.report.html import write_run_html
+from locomo_kit.report.reliability import reliability_banners
+from locomo_kit.scoring.compression import section as compression_section
 from locomo_kit.report.run_warnings import run_warnings
 from locomo_kit.report.sessions import session_lines
 from locomo_kit.report.system_facts import fact_rows, run_system, source_phrase
@@ -152,7 +154,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     lines = [f"# LoCoMo report: {s['run_id']}", "", f"Configuration: **{config}** (run id `{s['run_id']}`).", ""]
     # unanswered questions (with the first error), ingestion and retrieval gaps, then judge calls pending
     lines += (banners(run, conversations, s) + run_warnings(run, conversations)
-              + pending_banner(run, include_answers=False))
+              + pending_banner(run, include_answers=False) + reliability_banners(run, s))
     coverage = diag.get("overall", {}).get("coverage@8")
     budget = m.get("answer", {}).get("context_budget")
     retrieved = (f"; evidence within the {budget:,}-token context: {_f(diag.get('overall', {}).get('recall_all'))}%"
@@ -291,6 +293,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
         lines += [f"Search latency beside these (ms, {search_lat['n']} questions): p50 {_f(search_lat['p50'])}, "
                   f"p95 {_f(search_lat['p95'])}, p99 {_f(search_lat.get('p99'))}.", ""]
 
+    lines += compression_section(run, a)
     sp = a["failure_split"]
     lines += ["## 6. Error analysis", "", f"An answer counts as correct when {a['basis']}.", "",
               f"Of {sp['wrong answers']} wrong answers (categories 1-4): **{sp['memory did not retrieve the evidence']}** "

@@ -10,12 +10,17 @@ from typing import Iterable, Mapping
 from locomo_kit.scoring.locomo_f1 import stemmed_tokens
 
 
-def _covered_by_text(turn_text: str, contexts: list[list[str]], min_share: float = 0.8) -> bool:
+def covered_by_text(turn_text: str, contexts: list[list[str]], min_share: float = 0.8) -> bool:
+    """The text-overlap rule: a turn is found when 80% of its distinct stemmed words appear in one of
+    ``contexts`` (each a memory's stemmed tokens). Coverage and compression fidelity both use it."""
     want = stemmed_tokens(turn_text)
     if not want:
         return False
     need = set(want)
     return any(len(need & set(ctx)) >= min_share * len(need) for ctx in contexts)
+
+
+_covered_by_text = covered_by_text
 
 
 def evidence_coverage(evidence: Iterable[str], retrieved: list[Mapping], turn_text: Mapping[str, str],

@@ -265,8 +265,8 @@ def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: b
     """Judge saved answers of categories 1-4 (never the Worker) through one shared call pool (or
     Message Batches): all runs of all questions at once. Questions already judged the same way are
     skipped; for a question with failed calls only those calls are made again."""
-    if any(a.get("answerer") == judge.model for a in answers):
-        warnings.warn(f"judge model {judge.model} is also the answerer: self-judging inflates J")
+    if any(a.get("answerer") == judge.model for a in answers):  # the report's banner says so too
+        log(f"WARNING: the judge {judge.model} is also the answerer: a model grading its own answers inflates J")
     latest = {_key_of(j): j for j in run.records(JUDGEMENTS_FILE)}
     plan: list[tuple[dict, list[JudgeRun], list[int]]] = []
     for a in answers:
