@@ -25,6 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,30 +114,33 @@ def check_notebook(page, base: str, name: str, shots: Path, timeout_s: float) ->
         "progress_widgets": sum(1 for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})),
         "seconds": seconds,
     }
-    dom = page.evaluate("""() => ({images: document.querySelectorAll('.jp-OutputArea-output img').length,
-                                    bars: document.querySelectorAll('.jp-OutputArea-output .widget-hprogress').length})""")
+    # only this notebook's own outputs: the notebooks opened before stay in the DOM, hidden
+    panel = page.evaluate_handle("() => window.jupyterapp.shell.currentWidget.node").as_element()
+    dom = panel.evaluate("""n => ({images: n.querySelectorAll('.jp-OutputArea-output img').length,
+                                   bars: n.querySelectorAll('.jp-OutputArea-output .widget-hprogress').length})""")
     result["rendered_images"], result["rendered_progress_bars"] = dom["images"], dom["bars"]
     # an inline report.html (notebook 05 shows it in an iframe): the explorer's rows as drawn there
     result["explorer_rows"] = 0
-    for frame in page.frames[1:]:
+    iframe = panel.query_selector(".jp-OutputArea-output iframe")
+    if iframe is not None and iframe.content_frame() is not None:
+        frame = iframe.content_frame()
         try:
-            result["explorer_rows"] = max(result["explorer_rows"], frame.evaluate(
-                "() => document.querySelectorAll('#explorer-rows tr.row').length"))
-        except Exception:  # a frame that went away or is not a page of ours
-            pass
-    if result["explorer_rows"]:
-        frame = page.query_selector(".jp-OutputArea-output iframe")
-        frame.scroll_into_view_if_needed()
-        frame.screenshot(path=str(shots / f"{name}-explorer.png"))
+            frame.wait_for_selector("#explorer-rows tr.row", timeout=30_000)
+        except PlaywrightTimeout:
+            pass  # counted as drawn: none
+        result["explorer_rows"] = frame.evaluate("() => document.querySelectorAll('#explorer-rows tr.row').length")
     page.screenshot(path=str(shots / f"{name}.png"))
-    for i, el in enumerate(page.query_selector_all(".jp-OutputArea-output img")[:3]):
+    for i, el in enumerate(panel.query_selector_all(".jp-OutputArea-output img")[:3]):
         el.scroll_into_view_if_needed()
         el.screenshot(path=str(shots / f"{name}-figure{i + 1}.png"))
-    bars = page.query_selector_all(".jp-OutputArea-output .widget-hprogress")
+    bars = panel.query_selector_all(".jp-OutputArea-output .widget-hprogress")
     if bars:
         bars[0].scroll_into_view_if_needed()
         bars[0].evaluate("e => e.closest('.jp-OutputArea-output').scrollIntoView()")
         page.screenshot(path=str(shots / f"{name}-progress.png"))
+    if result["explorer_rows"]:
+        iframe.scroll_into_view_if_needed()
+        iframe.screenshot(path=str(shots / f"{name}-explorer.png"))
     return result
 
 
