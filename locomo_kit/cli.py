@@ -237,10 +237,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
         if record:
             outcomes.append(Outcome(**{k: v for k, v in record.items() if k not in ("ok", "not_attempted")}))
             print(outcomes[-1].line())
-        from locomo_kit.report.aggregate import summarize_run
-        from locomo_kit.scoring.judge_findings import console_lines
+        from locomo_kit.scoring.judge_findings import console_lines, run_summary
 
-        for line in console_lines(summarize_run(run)):  # J with its interval, the calibration, what to distrust
+        for line in console_lines(run_summary(run)):  # J with its interval, the calibration, what to distrust
             print(line)
     print(f"run folder: {run.path}")
     return _finish(outcomes, run if args.judge_model else None)
