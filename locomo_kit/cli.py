@@ -229,9 +229,6 @@ def _cmd_score(args: argparse.Namespace) -> int:
                   f"[{100 * row.ci_low:.1f}, {100 * row.ci_high:.1f}]")
     outcomes = []
     if args.judge_model:
-        from locomo_kit.scoring.calibration import calibration_rates
-        from locomo_kit.scoring.judge import load_judgements
-
         protocol = args.judge_protocol or "playbook"
         _say_auto("judge", args.judge_model)
         run_judge(run, protocol, args.judge_model, args.judge_runs, args.judge_base_url, gold=args.gold,
@@ -240,11 +237,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
         if record:
             outcomes.append(Outcome(**{k: v for k, v in record.items() if k not in ("ok", "not_attempted")}))
             print(outcomes[-1].line())
-        for r in calibration_rates(load_judgements(run, protocol)):
-            print(f"calibration {r['protocol']} {r['judge_model']} {r['kind']:<14} {r['rate_name']} "
-                  f"{r['rate'] if r['rate'] is None else round(r['rate'], 1)}% of {r['items']} "
-                  f"[{r['ci_low'] if r['ci_low'] is None else round(r['ci_low'], 1)}, "
-                  f"{r['ci_high'] if r['ci_high'] is None else round(r['ci_high'], 1)}]")
+        from locomo_kit.scoring.judge_findings import console_lines, run_summary
+
+        for line in console_lines(run_summary(run)):  # J with its interval, the calibration, what to distrust
+            print(line)
     print(f"run folder: {run.path}")
     return _finish(outcomes, run if args.judge_model else None)
 
@@ -391,10 +387,12 @@ def _call_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("paid calls", "Every paid stage prints its plan (calls still needed, tokens, cost) "
                              "and asks on a terminal before spending.")
     g.add_argument("--concurrency", type=int_in(1, 256), default=DEFAULT_CONCURRENCY,
-                   help=f"LLM calls in flight at once, across questions, 1-256 (default {DEFAULT_CONCURRENCY})")
+                   help=f"LLM calls in flight at most, across questions, 1-256 (default {DEFAULT_CONCURRENCY}; a local "
+                   "server starts with one, or the slots it reports, and gets what it serves without queueing)")
     g.add_argument("--rpm", type=positive_float, help="cap on requests per minute (default: none; 429s slow the pool down)")
     g.add_argument("--tpm", type=positive_float, help="cap on input tokens per minute (default: none)")
-    g.add_argument("--timeout", type=positive_float, help="seconds per LLM call (default 120)")
+    g.add_argument("--timeout", type=positive_float, help="seconds per LLM call (default 120 on a hosted API, 900 on "
+                   "a local server: loopback, private or unknown)")
     g.add_argument("--retries", type=int_in(0, 20), default=6, help="retries per call on 429/5xx/timeouts, 0-20 (6), "
                    "with jittered back-off honouring retry-after; a call that still fails stays pending for the next run")
     g.add_argument("--batch", action="store_true", help="Anthropic Message Batches: one batch per stage, half price, "
@@ -614,6 +612,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         print("locomo-kit: interrupted; rerun the same command to resume.", file=sys.stderr)
+        if argv is None:  # the command line: every record is already on disk (fsynced), so leave now, without
+            sys.stdout.flush()  # waiting for calls still in flight or a slow interpreter teardown
+            sys.stderr.flush()
+            os._exit(130)
         return 130
 
 

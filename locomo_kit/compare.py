@@ -96,8 +96,9 @@ def resolve(run: str | Path) -> RunFolder:
 
 def _label(manifest: dict, answers: list[dict], run_id: str) -> str:
     a = answers[0]
-    w = manifest.get("system") or manifest.get("worker") or {}
-    worker = f"{w.get('name', '?')} {w.get('version') or ''}".strip()
+    from locomo_kit.report.system_facts import system_label
+
+    worker = system_label(manifest)
     if a.get("source") == "oracle":
         retrieval = "oracle: gold evidence turns only"
     elif a.get("source") not in (None, "memory"):

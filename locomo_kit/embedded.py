@@ -47,22 +47,34 @@ class EmbeddedWorker:
         self.port = free_port()
         deadline = time.monotonic() + self.startup_timeout
         self._spawn()
-        with WorkerClient(self.url, retries=0, token="") as client:
-            while True:
-                if self.process.poll() is not None:
-                    if self._locked_by_previous_worker() and time.monotonic() < deadline:
-                        time.sleep(0.5)  # a Worker of a killed run is still shutting down
-                        self._spawn()
-                        continue
-                    self._fail(f"memworker exited with code {self.process.returncode}")
-                try:
-                    client.wait_until_ready(timeout=0)
-                    break
-                except WorkerError as exc:
-                    if time.monotonic() > deadline:
-                        self._fail(f"memworker not ready after {self.startup_timeout:.0f} s ({exc})")
-                time.sleep(0.1)
-        return self.url
+        while True:
+            with WorkerClient(self.url, retries=0, token="") as client:
+                health = self._wait_until_ready(client, deadline)
+            if health.get("pid") == self.process.pid:
+                return self.url
+            # another server took the free port before memworker bound it: start again on a new one
+            self.stop()
+            if time.monotonic() > deadline:
+                self._fail(f"port {self.port} answered as {health.get('name')!r} (pid {health.get('pid')}), "
+                           "not as the memworker started here")
+            self.port = free_port()
+            self._spawn()
+
+    def _wait_until_ready(self, client: WorkerClient, deadline: float) -> dict:
+        """The health of whatever answers on the port once it is ready (memworker's, unless another took it)."""
+        while True:
+            if self.process.poll() is not None:
+                if self._locked_by_previous_worker() and time.monotonic() < deadline:
+                    time.sleep(0.5)  # a Worker of a killed run is still shutting down
+                    self._spawn()
+                    continue
+                self._fail(f"memworker exited with code {self.process.returncode}")
+            try:
+                return client.wait_until_ready(timeout=0)
+            except WorkerError as exc:
+                if time.monotonic() > deadline:
+                    self._fail(f"memworker not ready after {self.startup_timeout:.0f} s ({exc})")
+            time.sleep(0.1)
 
     def _spawn(self) -> None:
         cmd = [sys.executable, "-m", "memworker", "--host", "127.0.0.1", "--port", str(self.port),

@@ -199,12 +199,20 @@ def _ingest_transcript(client: WorkerClient, conv: Conversation, session: Sessio
     if init.get("skipped") and init.get("reason") != "duplicate":
         raise WorkerError(f"Worker skipped session init: {init.get('reason')}")
     failed_before = client.processing_status().get("failed")
+    if not hasattr(client, "llm_timeout_s"):  # claude-mem's compressor timeout, read once per client
+        from locomo_kit.generator_watch import llm_timeout_s
+
+        client.llm_timeout_s = llm_timeout_s(client)  # type: ignore[attr-defined]
     queued = client.queue_observation(csid, **adapter.read_tool_call(conv, session, gen))
     if queued.get("status") not in ("queued", "skipped") or (
             queued.get("status") == "skipped" and queued.get("reason") != "duplicate"):
         raise WorkerError(f"Worker did not queue the transcript: {queued}")
+    from locomo_kit.generator_watch import GeneratorPaused, wait_for_queue
+
     try:
-        client.wait_for_processing(timeout=timeout, poll_interval=poll_interval)
+        wait_for_queue(client, project, timeout, poll_interval, client.llm_timeout_s)  # type: ignore[attr-defined]
+    except GeneratorPaused:
+        raise
     except WorkerTimeout as exc:
         raise QueueStuck(f"{exc}; the Worker's compressor is not processing (check its provider settings and "
                          f"logs, e.g. ~/.claude-mem/logs/)") from exc
@@ -272,7 +280,9 @@ def ingest_conversation(client: WorkerClient, conv: Conversation, run: RunFolder
                                 "or skipped it; see the Worker's logs)")
         except WorkerError as exc:
             result.status, result.error = "failed", str(exc)
-            if isinstance(exc, (QueueStuck, WorkerUnavailable)):
+            from locomo_kit.generator_watch import GeneratorPaused
+
+            if isinstance(exc, (QueueStuck, WorkerUnavailable, GeneratorPaused)):
                 aborted = f"{csid}: {exc}"
             try:  # the failed session may still add observations: recount before the next one
                 known = sum(1 for _ in client.iter_observations(project))

@@ -11,7 +11,8 @@ already complete (:mod:`locomo_kit.budgets`), then writes under ``outputs/leader
   place for those statistics); and the published rows (:mod:`locomo_kit.report.baselines`) beside
   them, marked "quoted, not measured here";
 - ``leaderboard.png`` (the measured figures per system) and, with several budgets, ``curve.png``
-  (accuracy against context, :func:`locomo_kit.budgets.write_curve`).
+  (accuracy against context, :func:`locomo_kit.budgets.write_curve`);
+- ``report.html``: the same page in the kit's self-contained HTML shell (figures inline).
 
 A system that fails (its package missing, its ingestion stopped, answers failed) does not stop the
 others: it is listed as failed at the top of the table, and ``result.ok`` is False (the command exits 1).
@@ -182,11 +183,11 @@ def paired_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for row in result["rows"]:
             if row["category"] != "overall" or row["unit"] != "points":
                 continue
-            for r, c in zip(group[1:], row["comparisons"]):
-                out.append({"budget": budget, "system": r["system"], "baseline": group[0]["system"],
+            for i, (r, c) in enumerate(zip(group[1:], row["comparisons"])):
+                out.append({"budget": budget, "order": i, "system": r["system"], "baseline": group[0]["system"],
                             "metric": row["label"], "n": row["n"], "diff": c["diff"], "ci_low": c["ci_low"],
                             "ci_high": c["ci_high"], "mdd": c["mdd"], "verdict": c["verdict"]})
-    return out
+    return sorted(out, key=lambda p: (p["budget"], p["order"]))  # stable: each system's metrics together
 
 
 def quoted_rows() -> list[dict[str, Any]]:
@@ -391,6 +392,14 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
     return LeaderboardResult(folder, rows, outcomes, paths, all(o.ok for o in outcomes) and bool(rows))
 
 
+def leaderboard_html(markdown: Path, title: str) -> Path:
+    """``report.html`` beside ``leaderboard.md``: the same sections in the kit's self-contained page shell."""
+    from locomo_kit.report.html import _write, render_markdown, render_page
+
+    body = render_markdown(markdown.read_text(encoding="utf-8"), markdown.parent)
+    return _write(markdown.parent / "report.html", render_page(title, body, None, kind="compare"))
+
+
 def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[SystemOutcome], sample: str,
                       answer_model: str, judge_model: str | None, protocol: str | None,
                       budgets: Sequence[int]) -> dict[str, Path]:
@@ -458,6 +467,7 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
         paths["curve"] = curve["figure"]
         md += ["## Accuracy against context", "", "![accuracy against context](curve.png)", ""]
     paths["markdown"].write_text("\n".join(md), encoding="utf-8")
+    paths["html"] = leaderboard_html(paths["markdown"], title)
     fields = ["system", "status", "measured", "budget", "questions", "answerer", "evidence_recall", "recall@10",
               "session_recall@10", "session_recall@10_chance", "session_hit@5", "session_hit@5_chance",
               "sessions_retrieved", "locomo_f1", "mem0_f1", "j_mem0", "j_strict", "j_playbook", "ingest_s",

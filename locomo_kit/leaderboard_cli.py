@@ -56,7 +56,7 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
         if not o.ok:
             why = o.error or "partial results (see its report)"
             print(f"locomo-kit: error: {o.entry.spec}: {why}", file=sys.stderr)
-    print(f"leaderboard: {result.paths['markdown']} (+ leaderboard.csv, leaderboard.json"
+    print(f"leaderboard: {result.paths['markdown']} (+ report.html, leaderboard.csv, leaderboard.json"
           + (", leaderboard.png" if "figure" in result.paths else "") + (", curve.png" if "curve" in result.paths else "")
           + ")")
     return 0 if result.ok else 1

@@ -281,7 +281,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     conversations, sha = load(sample, dataset_path)
     config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
                         top_k, source, include_adversarial, system=system, context_budget=context_budget,
-                        query_strategy=_strategy_key(query_strategy), limit=limit, **extra)
+                        query_strategy=_strategy_key(query_strategy), limit=limit,
+                        system_options=system_options or None, **extra)
     name = system_name(system, worker_url) if source == "memory" else None
     spec = config.answer_model
     if spec == "extractive" and source == "full-context":
@@ -504,7 +505,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
                 preflight(llm)
     outcomes: list[Outcome] = []
     config = run_config(sample, worker_url, mode, answer_model, top_k, source, system=system,
-                        context_budget=context_budget, query_strategy=_strategy_key(query_strategy), limit=limit, **extra)
+                        context_budget=context_budget, query_strategy=_strategy_key(query_strategy), limit=limit,
+                        system_options=system_options or None, **extra)
     run = resolve_run(config, run_id)
     name = system_name(system, worker_url)
     if source == "memory":
@@ -537,4 +539,9 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
         outcomes.append(judged)
         log(judged.line())
     report, figures, summary = run_report(run, sample, dataset_path)
+    if judge_model:
+        from locomo_kit.scoring.judge_findings import console_lines
+
+        for line in console_lines(summary):
+            log(line)
     return PipelineResult(run, report, figures, summary, outcomes)

@@ -34,9 +34,14 @@ def require_release(chroma: bool = False) -> None:
 
 
 @contextmanager
-def real_worker(home: Path, compressor_url: str | None = None, port: int = 0, chroma: bool = False) -> Iterator[dict]:
+def real_worker(home: Path, compressor_url: str | None = None, port: int = 0, chroma: bool = False,
+                model: str | None = None, llm_timeout_ms: int | None = None) -> Iterator[dict]:
     """A running Worker with its own HOME and port; stopped (and waited for) on exit."""
     args = ["start", "--home", str(home)]
+    if model:
+        args += ["--model", model]
+    if llm_timeout_ms:
+        args += ["--llm-timeout-ms", str(llm_timeout_ms)]
     if compressor_url:
         args += ["--compressor-url", compressor_url]
     if port:

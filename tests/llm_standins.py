@@ -143,11 +143,11 @@ class SlowServer:
                     server.events.append((time_now(), "start", key))
                     seconds = server.delay * (server.preflight_share if body.get("max_tokens") == 1 else 1.0)
                     await run_in_threadpool(time_sleep, seconds)
+                    server.computed.append(key)
+                    server.events.append((time_now(), "done", key))
                 finally:
                     with server._lock:
                         server.busy -= 1
-                server.computed.append(key)
-                server.events.append((time_now(), "done", key))
                 if await request.is_disconnected():
                     server.abandoned.append(key)
             text = "OK" if body.get("max_tokens") == 1 else server.reply

@@ -100,8 +100,13 @@ def test_score_gold_both_on_a_judged_run(offline_run, audit_path, dataset, capsy
                      "--calibration-size", "20"]) == 0
     printed = capsys.readouterr().out
     assert "gold key: original" in printed and "gold key: audited" in printed
-    assert re.search(r"calibration mem0 openai/judge-m vague-topical +false-accept 100\.0% of \d+", printed)
+    assert re.search(r"calibration \(mem0, openai/judge-m\): vague-topical answers false-accept 100\.0% of \d+", printed)
+    assert re.search(r"J \(mem0, % correct, judged by openai/judge-m\): 100\.0 \[[\d.]+, 100\.0\] over \d+ questions",
+                     printed)
+    assert "WARNING: the judge openai/judge-m (mem0) accepted 100% of" in printed
     assert main(["report", "--sample", "conv-26", "--run-id", "g1"]) == 0
+    top = (run.path / "report.md").read_text().split("## Run facts")[0]
+    assert "The J numbers below are unreliable:" in top and "vague non-answers" in top
     audit = load_audit(audit_path, [c.sample_id for c in dataset], [dataset[0]])
     changed = {k for k, e in audit.items() if e.answer_changed}
     answers = [json.loads(line) for line in (run.path / "answers.jsonl").read_text().splitlines()]

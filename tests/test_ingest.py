@@ -68,6 +68,10 @@ def test_embedded_ingest_verify_and_resume(conv26):
     assert len(summary.ingested) == 19 and not summary.failed and not summary.zero_observation_sessions
     records = [json.loads(l) for l in (run.path / "ingest.jsonl").read_text().splitlines()]
     assert [r["session"] for r in records] == list(range(1, 20))
+    assert all(r["fidelity"] is not None for r in records)
+    fidelity = run.manifest()["compression"]["samples"]["conv-26"]
+    assert fidelity["turns"] == 419 and fidelity["turns_kept"] >= 410  # memworker stores turns as they are
+    assert any(line.startswith("compression fidelity conv-26: ") for line in summary.lines())
     manifest = run.manifest()
     assert manifest["dataset"]["sha256"].startswith("79fa87e9") and manifest["worker"]["name"] == "memworker"
     assert manifest["parameters"] == {"sample": "conv-26", "mode": "transcript", "worker_url": "embedded"}

@@ -66,8 +66,10 @@ def test_every_system_on_the_same_questions_with_both_budgets_and_the_curve(outp
     assert [p["diff"] for p in mine] == pytest.approx([c["diff"] for c in f1["comparisons"]])
     md = (folder / "leaderboard.md").read_text()
     assert "Not every system" not in md and f"## Published ({QUOTED})" in md and "MemPalace" in md
-    for name in ("leaderboard.csv", "leaderboard.png", "curve.png", "curve.md"):
+    for name in ("leaderboard.csv", "leaderboard.png", "curve.png", "curve.md", "report.html"):
         assert (folder / name).stat().st_size > 500, name
+    html = (folder / "report.html").read_text()
+    assert "data:image/png;base64," in html and "Paired differences against the first system" in html
     table = list(csv.DictReader((folder / "leaderboard.csv").open()))
     assert sum(t["measured"] == "measured here" for t in table) == 6
     assert any(t["measured"] == QUOTED and t["system"] == "Mem0" for t in table)

@@ -73,7 +73,7 @@ def test_ctrl_c_stops_a_run_while_a_slow_call_is_in_flight(tmp_path):
         proc = subprocess.Popen(kit("answer", "--sample", "conv-26", "--answer-model", "openai/standin",
                                     "--answer-base-url", f"{url}/v1", "--limit", "3", "--source", "full-context"),
                                 env=cli_env(tmp_path), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True)
+                                text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
         while not any(e == "start" and not k.startswith("preflight:") for _, e, k in server.events):
             assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.stdout else ""
@@ -132,12 +132,12 @@ def test_reported_slots_set_the_calls_in_flight(tmp_path):
 
 
 def test_a_timed_out_call_is_resent_only_after_the_server_finished_it(tmp_path):
-    """A 1 s timeout against 3 s calls: the retry goes out only once the server is idle again
+    """A 1.5 s timeout against 4 s calls: the retry goes out only once the server is idle again
     (llama-cpp-python's /v1/models waits while it computes; llama.cpp's /slots says so)."""
     for report_slots in (False, True):
-        server = SlowServer(delay=3.0, report_slots=report_slots)
+        server = SlowServer(delay=4.0, report_slots=report_slots)
         with serve(server.app()) as url:
-            llm = OpenAICompatibleLLM("standin", base_url=f"{url}/v1", timeout=1.0)
+            llm = OpenAICompatibleLLM("standin", base_url=f"{url}/v1", timeout=1.5)
             outcomes: list = []
             execute(llm, [LLMRequest([{"role": "user", "content": "q"}], max_tokens=8)], outcomes.append, stage="t",
                     settings=CallSettings(preflight=False, retries=1), log=lambda _: None, progress=False)

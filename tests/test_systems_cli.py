@@ -143,3 +143,16 @@ def test_dense_run_names_the_system_and_stores_its_vectors(capsys, tmp_path):
     with sqlite3.connect(store) as db:
         rows, vectors = db.execute("SELECT COUNT(*), SUM(LENGTH(vector)) FROM memories").fetchone()
     assert rows == 369 and vectors == 369 * 384 * 4  # one float32 MiniLM vector per turn
+
+
+def test_system_settings_name_their_own_run():
+    import locomo_kit as lk
+
+    default = lk.run_config("conv-30", system="bm25", top_k=100, context_budget=1000)
+    tuned = lk.run_config("conv-30", system="bm25", top_k=100, context_budget=1000, system_options={"k1": 1.2})
+    assert default.run_id() != tuned.run_id() and "k1" in tuned.label()
+    folder, _ = lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2}, ingest_id="bm25-k1")
+    run, summary = lk.answer("conv-30", system="bm25", top_k=100, context_budget=1000, system_options={"k1": 1.2},
+                             ingest_id="bm25-k1")
+    assert summary.outcome.ok and run.run_id == tuned.run_id()
+    assert run.manifest()["system"]["settings"]["k1"] == 1.2

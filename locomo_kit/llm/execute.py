@@ -107,7 +107,8 @@ def pool_settings(llm: LLM, settings: CallSettings) -> PoolSettings:
         url = base.base_url  # type: ignore[attr-defined]
         pool.local = True
         pool.slots = servers.reported_slots(url)
-        pool.wait_idle = idle_waiter(url, max_wait=float(getattr(base, "timeout", servers.LOCAL_TIMEOUT)))
+        # the server may need longer than the call was given (that is why it timed out): wait long for it
+        pool.wait_idle = idle_waiter(url, max_wait=max(4 * float(getattr(base, "timeout", 0) or 0), servers.LOCAL_TIMEOUT))
     return pool
 
 

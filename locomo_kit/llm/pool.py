@@ -12,7 +12,7 @@ server that allows few calls at a time gets few extra requests, and one that all
 A *local* server (:mod:`locomo_kit.llm.servers`: loopback, private, or not a known hosted API)
 may be one CPU serving one call at a time, and says nothing when calls queue. For it the pool
 starts with one call (or the slots the server reports), and latency sets the pace: a call that
-took ``QUEUE_RATIO`` times the uncontended latency while others were in flight was queued, so the
+took ``QUEUE_RATIO`` times the fastest call's latency while others were in flight was queued, so the
 limit drops to what the server actually served in parallel (``in flight / ratio``), and grows only
 while calls come back at uncontended speed. A timeout cuts the limit as a 429 does; a timed-out
 call is resent only once the server is idle again (``PoolSettings.wait_idle``), never while the
@@ -148,8 +148,8 @@ class Throttle:
 
     def _paced(self, latency: float, sent_with: int) -> bool:
         """Latency pacing for a local server; True when the call showed queueing (no growth then)."""
-        if self.base_latency is None or sent_with <= 1:
-            self.base_latency = latency if self.base_latency is None else min(self.base_latency, latency)
+        # the fastest call seen: a call's latency is never below its own compute time, queued or not
+        self.base_latency = latency if self.base_latency is None else min(self.base_latency, latency)
         ratio = latency / self.base_latency
         if sent_with > 1 and ratio > QUEUE_RATIO:
             self.queued += 1

@@ -17,7 +17,7 @@ from locomo_kit.report.reliability import reliability_banners
 from locomo_kit.scoring.compression import section as compression_section
 from locomo_kit.report.run_warnings import run_warnings
 from locomo_kit.report.sessions import session_lines
-from locomo_kit.report.system_facts import fact_rows, source_phrase
+from locomo_kit.report.system_facts import fact_rows, run_system, source_phrase
 from locomo_kit.runs import RunFolder, utc_now
 
 FULL_QUESTIONS = 1540
@@ -191,12 +191,13 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
               "adversarial questions and were answered from the full conversation or RAG by the named models: "
               + ("this run includes adversarial questions too." if 5 in s["questions_by_category"] else
                  "this run excludes adversarial questions, so its overall is **not comparable** to those rows."), ""]
-    rows = [["this run (" + label + ")"] + [f1.get(c, {}).get("mean") for c in CATS] + [f1.get(5, {}).get("mean"), f1["overall"]["mean"]]]
+    this_run = f"this run ({label}; {run_system(m, s['source'])})"
+    rows = [[this_run] + [f1.get(c, {}).get("mean") for c in CATS] + [f1.get(5, {}).get("mean"), f1["overall"]["mean"]]]
     rows += [[b.system + " (LoCoMo paper)"] + ["–"] * 5 + [_pub(b.values["overall"], 1)] for b in LOCOMO_F1]
     lines += _table(["system", "cat 1", "cat 2", "cat 3", "cat 4", "cat 5", "overall"], rows)
     lines += ["Mem0's set-based F1 (Mem0's released code: lowercase, strip .,!?, no stemming, token sets) by category id; "
               f"the published rows used gpt-4o-mini as answerer. {MEM0_LABELLING}", ""]
-    rows = [["this run (" + label + ")"] + [mf1.get(c, {}).get("mean") for c in CATS]]
+    rows = [[this_run] + [mf1.get(c, {}).get("mean") for c in CATS]]
     rows += [[b.system + " (Mem0 paper)"] + [_pub(b.values.get(c)) for c in CATS] for b in MEM0_F1]
     lines += _table(["system", "cat 1", "cat 2", "cat 3", "cat 4"], rows)
 
@@ -209,7 +210,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
                   f"{jm[1]} ({jm[3]} runs); J = % correct per run, mean ± sample std across runs (population std in "
                   "parentheses: published spreads are population std). Mem0's rows were judged "
                   f"by gpt-4o-mini: a different judge, so differences include judge behaviour. {MEM0_LABELLING}", ""]
-        rows = [["this run"] + [f"{_f(mem0_rows[c]['mean'])} ± {_f(mem0_rows[c]['std_sample'], 2)} "
+        rows = [[f"this run ({run_system(m, s['source'])})"] + [f"{_f(mem0_rows[c]['mean'])} ± {_f(mem0_rows[c]['std_sample'], 2)} "
                                 f"({_f(mem0_rows[c]['std_population'], 2)})" if c in mem0_rows else "–"
                                 for c in CATS + ("overall",)]]
         rows += [["95% CI over questions"] + [f"[{_f(mem0_rows[c]['ci_low'])}, {_f(mem0_rows[c]['ci_high'])}]"
@@ -252,7 +253,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
               "so this figure runs above it); "
               + ("its answering time is the extractive rules', not an LLM's, so only search latency compares." if floor
                  else "answering time includes the LLM call as made from this machine."), ""]
-    rows = [["this run", sec(lat["search"]["p50"]), sec(lat["search"]["p95"]), sec(lat["total"]["p50"]),
+    rows = [[f"this run ({run_system(m, s['source'])})", sec(lat["search"]["p50"]), sec(lat["search"]["p95"]), sec(lat["total"]["p50"]),
              sec(lat["total"]["p95"]), s["tokens_per_question"]["context_tokens"]]]
     rows += [[r["system"] + " (Mem0 paper)", r["search_p50"], r["search_p95"], r["total_p50"], r["total_p95"], r["tokens"]]
              for r in MEM0_LATENCY]

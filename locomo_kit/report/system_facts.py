@@ -10,9 +10,19 @@ from locomo_kit.worker_identity import PLACEMENT_SETTINGS
 
 
 def system_label(m: dict[str, Any]) -> str:
-    """``bm25 0.3.16`` (the name and version the run's answers came from)."""
+    """``bm25 0.3.16`` (the name and version the run's answers came from), followed by the system's own
+    ``label`` setting when it has one (``mem0 2.2.1 (Mem0 without LLM extraction)``)."""
     w = m.get("system") or m.get("worker") or {}
-    return f"{w.get('name', '–')} {w.get('version') or ''}".strip()
+    base = f"{w.get('name', '–')} {w.get('version') or ''}".strip()
+    own = (w.get("settings") or {}).get("label") if isinstance(w.get("settings"), dict) else None
+    return f"{base} ({own})" if own else base
+
+
+def run_system(m: dict[str, Any], source: str) -> str:
+    """What the run's context came from, in a table row's label: ``bm25 0.3.16``, ``oracle``, ``full conversation``."""
+    if source == "oracle":
+        return "oracle: gold evidence turns"
+    return system_label(m) if source == "memory" else "full conversation"
 
 
 def fact_rows(m: dict[str, Any]) -> list[list[str]]:

@@ -101,8 +101,17 @@ def summary_lines(record: dict | None) -> list[str]:
     return lines
 
 
+def ingested_fidelity(sample: dict) -> float | None:
+    """Turns surviving in their own session's observations, over the sessions ingested (else anywhere)."""
+    sessions = [v for v in (sample.get("sessions") or {}).values() if v.get("turns")]
+    if sessions:
+        return sum(v["turns_kept"] for v in sessions) / sum(v["turns"] for v in sessions)
+    return sample.get("fidelity")
+
+
 def junk(sample: dict) -> bool:
-    return sample.get("fidelity") is not None and sample["fidelity"] < JUNK_SHARE
+    share = ingested_fidelity(sample)
+    return share is not None and share < JUNK_SHARE
 
 
 def compression_record(run) -> dict | None:

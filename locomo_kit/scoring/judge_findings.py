@@ -51,3 +51,21 @@ def concerns(summary: dict, limit: float = VAGUE_FALSE_ACCEPT_LIMIT) -> list[str
                        f"vague non-answers in the calibration set (above {limit:.0f}%): it rewards answers that are "
                        "on topic but wrong")
     return out
+
+
+def run_summary(run) -> dict:
+    """The part of a run summary these functions read, from the run's judgements alone (``score``
+    prints it without building the whole report summary)."""
+    from locomo_kit.qa.answering import load_answers
+    from locomo_kit.report.aggregate import judge_tables
+    from locomo_kit.scoring.calibration import calibration_rates
+    from locomo_kit.scoring.judge import load_judgements
+
+    answers = load_answers(run)
+    key = answers[0]["config_key"] if answers else None
+    every = load_judgements(run)
+    mine = [j for j in every if j.get("answer_config_key") == key]
+    return {"answerer": answers[0]["answerer"] if answers else None,
+            "judge": {**judge_tables(mine),
+                      "models": sorted({(j["protocol"], j["judge_model"], j["prompt_version"], j["n_runs"]) for j in mine})},
+            "calibration": calibration_rates(every)}

@@ -66,6 +66,8 @@ class SystemHost:
             raise self._died("sending a request") from exc
 
     def stderr_tail(self, chars: int = 3000) -> str:
+        if self._stderr.closed:
+            return ""
         self._stderr.flush()
         self._stderr.seek(0)
         text = self._stderr.read()

@@ -25,7 +25,7 @@ from locomo_kit.systems.base import (Health, Identity, Memory, MemorySystem, Sea
                                      SystemUnavailable)
 from locomo_kit.systems.environments import EnvironmentBuildError, ensure_environment
 from locomo_kit.systems.host_process import SystemHost
-from locomo_kit.systems.peer_host import call, start_host
+from locomo_kit.systems.peer_host import LabelledIdentity, call, start_host
 from locomo_kit.systems.specs import MEM0_ENV, MEM0_VERSION, MINILM, minilm_folder
 from locomo_kit.systems.turn_text import turn_line
 
@@ -99,7 +99,7 @@ class Mem0System(MemorySystem):
         for dist in ("qdrant-client", "sentence-transformers", "torch"):
             if dist in self._versions:
                 settings[dist] = self._versions[dist]
-        return Identity(self.name, self._versions.get("mem0ai", MEM0_VERSION), settings, url="subprocess")
+        return LabelledIdentity(self.name, self._versions.get("mem0ai", MEM0_VERSION), settings, url="subprocess")
 
     def health(self) -> Health:
         if self._host is None or not self._host.alive():

@@ -25,7 +25,7 @@ from typing import Any
 from locomo_kit.dataset import Conversation, Session
 from locomo_kit.systems.base import Health, Identity, Memory, MemorySystem, SearchResult, SessionIngest
 from locomo_kit.systems.host_process import SystemHost
-from locomo_kit.systems.peer_host import call, start_host
+from locomo_kit.systems.peer_host import LabelledIdentity, call, start_host
 from locomo_kit.systems.environments import env_dir
 from locomo_kit.systems.specs import (MEMPALACE_ENV, MEMPALACE_VERSION, MINILM, MINILM_INT8,
                                       chroma_home)
@@ -33,6 +33,9 @@ from locomo_kit.systems.turn_text import TurnLocator, conversation_lines, turn_l
 
 EMBEDDER_NOTE = (f"Chroma's default all-MiniLM-L6-v2 ONNX embedder built offline: int8 model.onnx from "
                  f"{MINILM_INT8} (upstream ships fp32), tokenizer from {MINILM}")
+
+
+OFFLINE_LABEL = "offline MiniLM: int8 where upstream ships fp32"
 
 
 def session_file(session: Session) -> str:
@@ -87,7 +90,8 @@ class MemPalaceSystem(MemorySystem):
             self._host = None
 
     def identity(self) -> Identity:
-        return Identity(self.name, self._versions.get("mempalace", MEMPALACE_VERSION), {
+        return LabelledIdentity(self.name, self._versions.get("mempalace", MEMPALACE_VERSION), {
+            "label": OFFLINE_LABEL,
             "ingest": "convo_miner.mine_convos (mine --mode convos), exchange-pair chunks, one palace per conversation",
             "rendering": "one plain-text transcript per session, '> ' before the first speaker's turns, "
                          "each line '[date] Speaker: text'",

@@ -90,7 +90,7 @@ class WorkerSystem(MemorySystem):
                 return SessionIngest(_ingest_turns(self._client, conversation, session, {o.title for o in existing}))
             stored, _ = _ingest_transcript(self._client, conversation, session, self.session_timeout,
                                            self.poll_interval, len(existing), "")
-            return SessionIngest(stored)
+            return SessionIngest(len(stored))
         except WorkerUnavailable as exc:
             raise SystemUnavailable(str(exc)) from exc
         except WorkerError as exc:

@@ -1,0 +1,127 @@
+"""The kit with a real local LLM: llama.cpp's OpenAI-compatible server (llama-cpp-python 0.3.36, built
+by ``scripts/llm-server``) serving SmolLM2-135M-Instruct, one call at a time on a CPU.
+
+- the kit's answerer and judge on a few questions, with the default concurrency and timeout;
+- claude-mem's compressor (the real Worker from npm) on conv-26's first session: compression fidelity;
+- memworker's ``--extractor llm``.
+
+Without cmake or a C/C++ compiler these tests skip and say why (``-ra``); the first run builds the
+server into ~/.cache/locomo-kit/llm-server (5-15 minutes). A 135M model is far too weak to be a
+good answerer, judge or compressor: these tests check that the kit works with such a server, not
+the model's quality (docs/local-models.md has the figures).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from local_llm import MODEL, require_server, require_speed_for_claude_mem, running_server
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    require_server()
+    with running_server(tmp_path_factory.mktemp("llm-server"), n_ctx=16384) as info:
+        yield info
+
+
+def served_chats(info: dict) -> list[str]:
+    return [line for line in Path(info["log"]).read_text(errors="replace").splitlines()
+            if '"POST /v1/chat/completions HTTP/1.1"' in line]
+
+
+def test_the_kit_answers_and_judges_with_a_real_local_server(server, tmp_path):
+    """`run --limit 2` with the default concurrency (16) and timeout: every answer once, nothing left
+    for the server to compute in vain, progress from the first call, J on the console, and the
+    self-judging banner at the top of the report."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "CI"}
+    env.update(LOCOMO_OUTPUTS_DIR=str(tmp_path), LOCOMO_EMBEDDER="hashing")
+    before = len(served_chats(server))
+    proc = subprocess.run([sys.executable, "-m", "locomo_kit", "run", "--sample", "conv-26", "--answer-model", MODEL,
+                           "--answer-base-url", server["base_url"], "--limit", "2", "--context-budget", "200",
+                           "--judge-model", MODEL, "--judge-base-url", server["base_url"], "--judge-protocol", "mem0",
+                           "--judge-runs", "1", "--calibration-size", "1"],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    out = proc.stdout + proc.stderr
+    log = Path(server["log"]).read_text(errors="replace")
+    assert "Disconnected from client" not in log  # no call left queued or computing by the kit
+    run = next(p for p in (tmp_path / "runs").iterdir() if (p / "answers.jsonl").exists())
+    answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
+    assert [a["status"] for a in answers] == ["ok", "ok"], out[-3000:]
+    assert "no cost (a local server)" in out and "answering: 1/2 calls" in out
+    judgements = [json.loads(line) for line in (run / "judgements.jsonl").read_text().splitlines()]
+    made = len(served_chats(server)) - before
+    assert made <= 2 + len(judgements) + 2, out[-3000:]  # each call once (plus a preflight per stage)
+    assert "J (mem0, % correct, judged by " in proc.stdout, out[-3000:]
+    top = (run / "report.md").read_text().split("## Run facts")[0]
+    assert "The J numbers below are unreliable:" in top and "also gave the answers" in top
+    assert "first 2 questions of each sample" in top
+    assert proc.returncode in (0, 1), out[-3000:]
+    if proc.returncode:  # a 135M judge may answer outside the protocol: then the run says so, never a result
+        assert "judge (mem0)" in out and "fewer valid judge runs" in (run / "report.md").read_text(), out[-3000:]
+
+
+def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_path, dataset):
+    """claude-mem's openrouter provider pointed at the local server (CLAUDE_MEM_LLM_TIMEOUT_MS at its
+    300,000 ms maximum): conv-26's first session, its compression fidelity recorded and printed."""
+    from claude_mem_peer import real_worker, require_release
+    from locomo_kit.dataset import get_conversation
+    from locomo_kit.ingest import ingest_conversation
+    from locomo_kit.runs import RunFolder
+    from locomo_kit.scoring.compression import measure, session_records, summary_lines
+    from locomo_kit.worker_client import WorkerClient
+
+    require_release()
+    require_speed_for_claude_mem(server["base_url"])
+    conv = get_conversation(dataset, "conv-26")
+    first = dataclasses.replace(conv, sessions=conv.sessions[:1])
+    folder = RunFolder("compress", root=tmp_path / "runs")
+    with real_worker(tmp_path / "home", server["base_url"], model=MODEL.split("/", 1)[1],
+                     llm_timeout_ms=300_000) as w, WorkerClient(w["url"]) as client:
+        summary = ingest_conversation(client, first, folder, session_timeout=900, progress=False)
+        record = measure(client, [first], session_records(folder.records("ingest.jsonl"), "transcript"))
+    (result,) = summary.results
+    (rec,) = [r for r in folder.records("ingest.jsonl") if r.get("kind") == "session"]
+    assert rec["finished_at"] >= rec.get("finished_at", "") and rec["seconds"] > 0
+    if result.status == "ok":
+        assert rec["turns"] == len(first.sessions[0].turns) and 0 <= rec["fidelity"] <= 1
+        assert record["samples"]["conv-26"]["sessions"]["1"]["fidelity"] == rec["fidelity"]
+        assert summary_lines(record)[0].startswith("compression fidelity conv-26: ")
+    else:  # the small model's reply may hold no observation claude-mem accepts: a failure, with its reason
+        assert "ZERO observations" in result.error or "failed" in result.error, result.error
+    assert served_chats(server), "claude-mem never called the local server"
+
+
+def test_memworker_llm_extractor_with_the_real_small_model(server, tmp_path):
+    from helpers import TRANSCRIPT, memworker_app, wait_until
+
+    with memworker_app(tmp_path, extractor="llm", llm_provider="openai", llm_model=MODEL.split("/", 1)[1],
+                       llm_base_url=server["url"]) as api:
+        before = len(served_chats(server))
+        api.post("/api/sessions/init", json={"contentSessionId": "s1", "project": "p"})
+        api.post("/api/sessions/observations", json={"contentSessionId": "s1", "tool_name": "Read",
+                                                     "tool_response": TRANSCRIPT})
+        status: dict = {}
+
+        def empty() -> bool:
+            nonlocal status
+            status = api.get("/api/processing-status").json()
+            return status["queueDepth"] == 0 and not status["isProcessing"]
+
+        wait_until(empty, timeout=900, interval=1.0)  # a CPU model: minutes, not the usual 30 s
+        rows = api.get("/api/observations", params={"project": "p"}).json()["items"]
+    assert len(served_chats(server)) > before  # the extractor called the real server
+    assert status["done"] + status["failed"] == 1
+    if status["done"]:
+        assert all(json.loads(r["metadata"])["extractor"] == "llm" for r in rows)
+    else:  # a 135M model's reply that is not the JSON asked for fails the item, not the Worker
+        assert rows == []
