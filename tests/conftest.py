@@ -6,6 +6,7 @@ import pytest
 
 from locomo_kit.data_fetch import fetch_dataset
 from locomo_kit.dataset import Conversation, load_dataset
+from report_runs import report_runs  # noqa: F401  (one session fixture: make run's run, shared by the report tests)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """Runs the report tests look at: ``make run``'s run (conv-26, embedded memworker with MiniLM, extractive,
 the default 1,000-token budget) and a second configuration of it (top-k 8) to compare against, made
-once per session in their own outputs folder. Import the fixtures into a test module to use them."""
+once per session in their own outputs folder (registered in tests/conftest.py)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from report_runs import report_runs  # noqa: F401  (fixture)
 
 from locomo_kit.compare import compare, write_comparison
 

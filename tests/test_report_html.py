@@ -10,7 +10,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from report_runs import report_runs  # noqa: F401  (fixture)
 
 from locomo_kit.compare import compare, write_comparison
 from locomo_kit.llm import ScriptedLLM

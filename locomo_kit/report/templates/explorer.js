@@ -90,7 +90,8 @@
     for (const g of data.gold_keys) {
       for (const j of row.judgements[g] || []) {
         const runs = el("ol", { class: "judge-runs" });
-        for (const r of j.runs) runs.append(el("li", {}, el("b", {}, r.score === null ? "no score" : fmt(r.score, 0)),
+        const verdict = (v) => (v === null ? "no score" : j.protocol === "playbook" ? fmt(v, 0) : v >= 1 ? "CORRECT" : "WRONG");
+        for (const r of j.runs) runs.append(el("li", {}, el("b", {}, verdict(r.score)),
           " ", r.error ? "(" + r.error + ") " : "", r.explanation));
         box.append(el("h4", {}, "Judge " + j.protocol + " (" + j.judge_model + ", " + j.prompt_version + ", " + g +
           " key): mean " + fmt(j.mean, 2) + " over " + j.n_ok + " of " + j.n_runs + " runs"), runs);
