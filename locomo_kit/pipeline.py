@@ -28,7 +28,7 @@ from locomo_kit.runs import RunConfig, RunFolder, default_ingest_id, ingestion_f
 from locomo_kit.systems import registry
 from locomo_kit.systems.registry import is_worker, system_name
 from locomo_kit.systems.runner import system_tag
-from locomo_kit.worker_client import WorkerClient, WorkerUnavailable
+from locomo_kit.worker_client import WorkerClient, WorkerError, WorkerUnavailable
 from locomo_kit.worker_identity import (check_ingestion_held, check_run_worker, ingestion_generations, ingestion_state,
                                        worker_identity)
 
@@ -202,12 +202,15 @@ def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
         summary = ingest(client, conversations, ingestion, mode=mode, session_timeout=session_timeout,
                          poll_interval=poll_interval, force=force, progress=progress)
         summary.notes = notes  # type: ignore[attr-defined]
-        if mode == "transcript":  # what the compressor kept (locomo_kit.scoring.compression)
+        if mode == "transcript" and not summary.aborted:  # what the compressor kept (scoring.compression)
             from locomo_kit.scoring.compression import measure, session_records
 
-            summary.compression = measure(client, conversations, session_records(ingestion.records("ingest.jsonl"),
-                                                                                  mode))
-            ingestion.update_manifest(compression=summary.compression)
+            try:
+                summary.compression = measure(client, conversations,
+                                              session_records(ingestion.records("ingest.jsonl"), mode))
+                ingestion.update_manifest(compression=summary.compression)
+            except WorkerError as exc:  # the ingestion's outcome stands; only the measurement is missing
+                notes.append(f"compression fidelity not measured: {exc}")
         outcome = ingest_outcome(summary, sum(len(c.sessions) for c in conversations))
         ingestion.update_manifest(ingest={"finished_at": utc_now(), "ingested": len(summary.ingested),
                                           "failed": len(summary.failed), "skipped": summary.skipped,
