@@ -9,7 +9,7 @@ conversation (a few in LoCoMo) are left out.
 from __future__ import annotations
 
 from locomo_kit.dataset import Conversation, Question
-from locomo_kit.systems.turn_store import session_date, turn_text
+from locomo_kit.systems.turn_text import session_day, turn_line
 from locomo_kit.worker_client import Observation
 
 LABEL = "oracle: the question's gold evidence turns only (evidence recall 1 by construction; no memory system)"
@@ -23,9 +23,9 @@ def evidence_memories(conv: Conversation, q: Question) -> list[Observation]:
             if turn.dia_id in wanted:
                 out.append(Observation(
                     id=f"{conv.sample_id}:{turn.dia_id}", project=None, type="evidence", title=None, subtitle=None,
-                    narrative=turn_text(session, turn), text=None, facts=[], concepts=[], created_at=None,
+                    narrative=turn_line(session, turn), text=None, facts=[], concepts=[], created_at=None,
                     created_at_epoch=None, metadata={"source_turns": [turn.dia_id], "session": session.number,
-                                                     "session_date": session_date(session),
+                                                     "session_date": session_day(session),
                                                      "memory_type": "gold evidence"}))
     return out
 

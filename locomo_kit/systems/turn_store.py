@@ -11,8 +11,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from locomo_kit.adapter import one_line
-from locomo_kit.dataset import Conversation, Session, Turn
+from locomo_kit.dataset import Conversation, Session
+from locomo_kit.systems.turn_text import session_day, turn_line
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS memories (
     conversation TEXT NOT NULL, dia_id TEXT NOT NULL, position INTEGER NOT NULL, session INTEGER NOT NULL,
@@ -29,22 +29,10 @@ class TurnMemory:
     text: str
 
 
-def session_date(session: Session) -> str:
-    """``8 May 2023`` (the day a session took place)."""
-    return f"{session.date.day} {session.date:%B %Y}"
-
-
-def turn_text(session: Session, turn: Turn) -> str:
-    text = f"[{session_date(session)}] {turn.speaker}: {one_line(turn.text)}"
-    if turn.image_caption:
-        text += f" [shares an image: {one_line(turn.image_caption)}]"
-    return text
-
-
 def session_memories(conv: Conversation, session: Session) -> list[TurnMemory]:
     first = sum(len(s.turns) for s in conv.sessions if s.number < session.number)
-    return [TurnMemory(conv.sample_id, t.dia_id, first + i, session.number, session_date(session),
-                       turn_text(session, t)) for i, t in enumerate(session.turns)]
+    return [TurnMemory(conv.sample_id, t.dia_id, first + i, session.number, session_day(session),
+                       turn_line(session, t)) for i, t in enumerate(session.turns)]
 
 
 class TurnStore:
