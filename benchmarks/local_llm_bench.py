@@ -17,7 +17,6 @@ Writes outputs/bench/local_llm.json and prints it. Slow on a CPU: minutes per pa
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -63,7 +62,7 @@ def part_judge(url: str, n: int, calibration: int, out: dict) -> None:
 
 def part_compress(url: str, sessions: int, out: dict) -> None:
     from claude_mem_peer import real_worker, require_release
-    from locomo_kit.dataset import get_conversation, load_dataset
+    from locomo_kit.dataset import first_sessions, get_conversation, load_dataset
     from locomo_kit.ingest import ingest_conversation
     from locomo_kit.paths import default_dataset_path
     from locomo_kit.runs import RunFolder
@@ -72,7 +71,7 @@ def part_compress(url: str, sessions: int, out: dict) -> None:
 
     require_release()
     conv = get_conversation(load_dataset(default_dataset_path()), "conv-26")
-    first = dataclasses.replace(conv, sessions=conv.sessions[:sessions])
+    first = first_sessions(conv, sessions)
     with tempfile.TemporaryDirectory() as tmp:
         folder = RunFolder("compress", root=Path(tmp) / "runs")
         start = time.monotonic()

@@ -188,7 +188,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 
 def _existing_run(args: argparse.Namespace):
     from locomo_kit.pipeline import _strategy_key, resolve_run, run_config
-    from locomo_kit.runs import RunFolder, known_runs
+    from locomo_kit.runs import RunFolder, known_runs, slug
 
     if getattr(args, "run", None):
         run = RunFolder(args.run) if "/" not in args.run else RunFolder(Path(args.run).name, root=Path(args.run).parent)
@@ -203,7 +203,7 @@ def _existing_run(args: argparse.Namespace):
                         limit=getattr(args, "limit", None))
     run = resolve_run(config, args.run_id)
     if not run.exists():
-        others = known_runs(f"{args.sample}-")
+        others = known_runs(f"{slug(args.sample)}-")
         hint = f" Runs for {args.sample}: {', '.join(others[:8])} (select one with --run-id)." if others else ""
         raise CliError(f"No run at {run.path} for configuration {config.label()}: run `locomo-kit run --sample "
                        f"{args.sample}` (with the same options) first.{hint}")
@@ -405,6 +405,7 @@ def _call_options(p: argparse.ArgumentParser) -> None:
 
 def _worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
     p.add_argument("--sample", default="conv-26", help="a sample id, a comma-separated list, or 'all' (default conv-26)")
+    _sessions_option(p)
     p.add_argument("--worker-url", default=os.environ.get("LOCOMO_WORKER_URL", "embedded"),
                    help="Worker base URL, or 'embedded' to start memworker for the run "
                    "(default: $LOCOMO_WORKER_URL, else embedded); token from $LOCOMO_WORKER_TOKEN")
@@ -423,6 +424,13 @@ def _worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
     if run_id:
         p.add_argument("--run-id", help="run folder name under outputs/runs (default: derived from every option "
                        "that changes results: sample, mode, worker, answer model, top-k, source, prompt version)")
+
+
+def _sessions_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sessions", type=int_in(1, 1_000), metavar="N",
+                   help="only the first N sessions of each conversation, and the questions whose evidence lies in "
+                   "them (the sample becomes e.g. conv-26@s2: its own ingestion and runs): a smoke test of a slow "
+                   "ingestion, such as a compressor on a CPU")
 
 
 def _source_options(p: argparse.ArgumentParser) -> None:
@@ -449,6 +457,14 @@ def _consistency_option(p: argparse.ArgumentParser) -> None:
                    "by their own words (read-your-writes; asynchronous indexes such as Chroma's) (1200)")
 
 
+def _print_partial(conversations) -> None:
+    from locomo_kit.dataset import partial_note
+
+    for conv in conversations:
+        if note := partial_note(conv):
+            print(note)
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from locomo_kit.ingest import print_summary
     from locomo_kit.pipeline import run_ingest
@@ -456,6 +472,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from locomo_kit.pipeline import ingest_outcome, load
 
     conversations, _ = load(args.sample)
+    _print_partial(conversations)
     folder, summary = run_ingest(args.sample, args.worker_url, args.mode, args.ingest_id, force=args.force,
                                  session_timeout=args.session_timeout, poll_interval=args.poll_interval,
                                  consistency_timeout=args.consistency_timeout, system=args.system)
@@ -605,6 +622,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        if getattr(args, "sessions", None) is not None:
+            from locomo_kit.dataset import with_sessions
+
+            args.sample = with_sessions(args.sample, args.sessions)
         return func(args)
     except (CliError, DatasetError, KeyError, WorkerError, RuntimeError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
@@ -81,6 +81,13 @@ class Conversation:
     speaker_b: str
     sessions: tuple[Session, ...]
     questions: tuple[Question, ...] = field(repr=False)
+    # set by :func:`first_sessions`: the conversation's whole size, (sessions, questions)
+    whole: tuple[int, int] | None = None
+
+    @property
+    def partial(self) -> bool:
+        """Only the first sessions of the conversation (``conv-26@s2``), and the questions about them."""
+        return self.whole is not None
 
     @property
     def turns(self) -> list[Turn]:
@@ -242,11 +249,65 @@ def get_conversation(dataset: list[Conversation], sample_id: str) -> Conversatio
     raise KeyError(f"Unknown sample {sample_id!r}. Known samples: {known}")
 
 
+_SESSIONS_SUFFIX = re.compile(r"^(?P<sample>.*)@s(?P<n>[0-9]+)$")
+
+
+def with_sessions(sample: str, sessions: int | None) -> str:
+    """The selector of ``sample`` limited to each conversation's first ``sessions`` sessions
+    (``"conv-26"``, 2 → ``"conv-26@s2"``); None leaves it as it is."""
+    if sessions is None:
+        return sample
+    if not isinstance(sessions, int) or sessions < 1:
+        raise ValueError(f"the number of sessions must be a positive integer, got {sessions!r}")
+    base, already = split_sessions(sample)
+    if already is not None and already != sessions:
+        raise ValueError(f"{sample!r} already names its first {already} sessions; not also {sessions}")
+    return f"{base}@s{sessions}"
+
+
+def split_sessions(sample: str) -> tuple[str, int | None]:
+    """``"conv-26@s2"`` → ``("conv-26", 2)``; ``"conv-26"`` → ``("conv-26", None)``."""
+    m = _SESSIONS_SUFFIX.match(sample or "")
+    if not m:
+        return sample, None
+    n = int(m["n"])
+    if n < 1:
+        raise ValueError(f"{sample!r}: the number of sessions after '@s' must be at least 1")
+    return m["sample"], n
+
+
+def first_sessions(conv: Conversation, n: int) -> Conversation:
+    """The conversation's first ``n`` sessions, with only the questions whose evidence lies wholly
+    in them (a question without evidence is dropped: nothing says the memory could answer it).
+    Questions keep their indexes; ``whole`` records the conversation's full size. ``n`` at or past
+    the last session gives the conversation unchanged."""
+    if n >= len(conv.sessions):
+        return conv
+    kept = conv.sessions[:n]
+    ids = {t.dia_id for s in kept for t in s.turns}
+    asked = tuple(q for q in conv.questions if q.evidence and all(e in ids for e in q.evidence))
+    return replace(conv, sessions=kept, questions=asked, whole=(len(conv.sessions), len(conv.questions)))
+
+
+def partial_note(conv: Conversation) -> str | None:
+    """``conv-26: the first 2 of 19 sessions and the 20 of 199 questions about them`` (None for a whole one)."""
+    if conv.whole is None:
+        return None
+    sessions, asked = conv.whole
+    return (f"{conv.sample_id}: the first {len(conv.sessions)} of {sessions} sessions, and the {len(conv.questions)} "
+            f"of {asked} questions (all five categories) whose evidence lies in them")
+
+
 def select(dataset: list[Conversation], sample: str = "all") -> list[Conversation]:
-    """``"all"``, one sample id, or a comma-separated list of ids."""
+    """``"all"``, one sample id, or a comma-separated list of ids; a suffix ``@sN`` (``conv-26@s2``,
+    ``all@s3``) keeps each conversation's first N sessions and the questions about them
+    (:func:`first_sessions`)."""
+    sample, n = split_sessions(sample)
     if sample in ("all", "", None):
-        return list(dataset)
-    return [get_conversation(dataset, s.strip()) for s in sample.split(",")]
+        chosen = list(dataset)
+    else:
+        chosen = [get_conversation(dataset, s.strip()) for s in sample.split(",")]
+    return chosen if n is None else [first_sessions(c, n) for c in chosen]
 
 
 def sessions(conv: Conversation) -> tuple[Session, ...]:

@@ -8,7 +8,7 @@ from locomo_kit.leaderboard import DEFAULT_SYSTEMS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from locomo_kit.cli import _answer_options, _call_options, _judge_options
+    from locomo_kit.cli import _answer_options, _call_options, _judge_options, _sessions_option
 
     p = sub.add_parser("leaderboard", help="run every memory system on the same questions and write one table",
                        description="Run each memory system of --systems through the whole pipeline with the same "
@@ -22,6 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated systems, the first is the baseline of the paired differences: memworker, "
                    "bm25, dense, mempalace, mem0, claude-mem=URL (default " + DEFAULT_SYSTEMS + ")")
     p.add_argument("--sample", default="conv-26", help="a sample id, a comma-separated list, or 'all' (default conv-26)")
+    _sessions_option(p)
     _answer_options(p, budgets=True)
     _judge_options(p)
     _call_options(p)

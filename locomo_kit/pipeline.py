@@ -29,8 +29,8 @@ from locomo_kit.systems import registry
 from locomo_kit.systems.registry import is_worker, system_name
 from locomo_kit.systems.runner import system_tag
 from locomo_kit.worker_client import WorkerClient, WorkerError, WorkerUnavailable
-from locomo_kit.worker_identity import (check_ingestion_held, check_run_worker, ingestion_generations, ingestion_state,
-                                       worker_identity)
+from locomo_kit.worker_identity import (check_ingestion_held, check_partial, check_run_worker, ingestion_generations,
+                                       ingestion_state, worker_identity)
 
 EMBEDDED = "embedded"
 TOP_K_RANGE = (1, 100)
@@ -235,8 +235,13 @@ def _check_ingested(client: WorkerClient, ingestion: RunFolder, conversations: l
     """Raise :class:`NotIngested` for a sample the Worker holds nothing of; warn about partial ones."""
     from locomo_kit import adapter
 
+    from locomo_kit.ingest import done_sessions
+
     warnings = []
     for conv in conversations:
+        if conv.partial:
+            check_partial(client, ingestion, conv, done_sessions(ingestion, conv.sample_id, mode),
+                          sum(1 for _ in client.iter_observations(adapter.project_name(conv.sample_id))))
         done, total = ingestion_state(ingestion, conv, mode)
         if done == total:
             continue
@@ -445,6 +450,11 @@ def run_report(run: RunFolder, sample: str, dataset_path: str | None = None):
 def _ingest_stage(sample, worker_url, mode, ingest_id, dataset_path, progress, run, consistency_timeout, log,
                   session_timeout, system, system_options, outcomes: list[Outcome]) -> None:
     """run_all's ingest stage: ingest, log, record its outcome; raise :class:`IngestFailed` when nothing went in."""
+    from locomo_kit.dataset import partial_note
+
+    for conv in load(sample, dataset_path)[0]:
+        if note := partial_note(conv):
+            log(note)
     ingestion, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id, dataset_path=dataset_path,
                                            progress=progress, for_run=run, consistency_timeout=consistency_timeout,
                                            log=log, session_timeout=session_timeout, system=system,

@@ -132,6 +132,7 @@ def check_ingestion_held(client: WorkerClient, ingestion: RunFolder, conversatio
         project = adapter.project_name(conv.sample_id)
         expected = sum(int(r.get("observations") or 0) for r in done.values())
         held = sum(1 for _ in client.iter_observations(project))
+        check_partial(client, ingestion, conv, done, held)
         other_instance = bool(old_instance and new_instance and old_instance != new_instance)
         if held == 0:
             why = (f"the Worker at {client.base_url} holds none of {project}'s {expected} observations recorded at "
@@ -156,6 +157,28 @@ def check_ingestion_held(client: WorkerClient, ingestion: RunFolder, conversatio
                 f"recorded at ingestion (it lost data since): run `locomo-kit ingest --sample {conv.sample_id} "
                 "--force` to forget the project and ingest again")
     return notes
+
+
+def check_partial(client: WorkerClient, ingestion: RunFolder, conv: Conversation, done: dict[int, dict],
+                  held: int) -> None:
+    """For a conversation cut to its first sessions (``--sessions``): raise :class:`WorkerMismatch`
+    when the ingestion recorded later sessions, or the Worker holds more of the project than it
+    recorded (sessions another ingestion gave it), which the answers would search."""
+    if not conv.partial or not done:
+        return
+    beyond = sorted(n for n in done if n > len(conv.sessions))
+    if beyond:
+        raise WorkerMismatch(
+            f"the ingestion {ingestion.run_id} holds sessions {beyond[0]}-{beyond[-1]} of {conv.sample_id}, past the "
+            f"first {len(conv.sessions)} this run asks for: the answers would search them. Leave the ingestion id "
+            "to its default (one per --sessions) or name another with --ingest-id")
+    expected = sum(int(r.get("observations") or 0) for r in done.values())
+    if held > expected:
+        raise WorkerMismatch(
+            f"the Worker at {client.base_url} holds {held} observations of {adapter.project_name(conv.sample_id)}, "
+            f"more than the {expected} this ingestion of {conv.sample_id}'s first {len(conv.sessions)} sessions "
+            "recorded: it holds sessions another ingestion gave it, which the answers would search. Use a Worker "
+            "of its own for a run over the first sessions (a fresh one, or another CLAUDE_MEM_DATA_DIR)")
 
 
 def ingestion_state(ingestion: RunFolder, conv: Conversation, mode: str) -> tuple[int, int]:

@@ -154,7 +154,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     lines = [f"# LoCoMo report: {s['run_id']}", "", f"Configuration: **{config}** (run id `{s['run_id']}`).", ""]
     # unanswered questions (with the first error), ingestion and retrieval gaps, then judge calls pending
     lines += (banners(run, conversations, s) + run_warnings(run, conversations)
-              + pending_banner(run, include_answers=False) + reliability_banners(run, s))
+              + pending_banner(run, include_answers=False) + reliability_banners(run, s, conversations))
     coverage = diag.get("overall", {}).get("coverage@8")
     budget = m.get("answer", {}).get("context_budget")
     retrieved = (f"; evidence within the {budget:,}-token context: {_f(diag.get('overall', {}).get('recall_all'))}%"

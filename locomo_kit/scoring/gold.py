@@ -65,6 +65,7 @@ def load_audit(path: str | Path, dataset_order: list[str], conversations: Iterab
         raise AuditError(f"{path}: expected a list of audit entries, got {type(raw).__name__}")
     questions = {(c.sample_id, q.index): q for c in conversations for q in c.questions}
     loaded = {c.sample_id for c in conversations}
+    asked = {c.sample_id: c.whole[1] if c.whole else 0 for c in conversations}  # questions of the whole conversation
     out: dict[tuple[str, int], AuditEntry] = {}
     for item in raw:
         m = _ID.match(str(item.get("question_id", "")))
@@ -74,6 +75,8 @@ def load_audit(path: str | Path, dataset_order: list[str], conversations: Iterab
         if sample_id not in loaded:
             continue
         q = questions.get((sample_id, index))
+        if q is None and index < asked[sample_id]:
+            continue  # a question left out of a conversation cut to its first sessions (--sessions)
         if q is None:
             raise AuditError(f"{path}: audit id {item['question_id']} names question {index} of {sample_id}, "
                              "which does not exist")
