@@ -30,6 +30,7 @@ from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.worker_client import WorkerClient, WorkerError, WorkerTimeout, WorkerUnavailable
 
 INGEST_FILE = "ingest.jsonl"
+ZERO_OBSERVATIONS = "the Worker stored ZERO observations for this session"
 MODES = ("transcript", "turns")
 
 
@@ -128,6 +129,14 @@ class IngestSummary:
         return [r for r in self.results if r.status == "ok" and r.observations == 0]
 
     @property
+    def kept_nothing(self) -> bool:
+        """Every session went through the compressor, whose fidelity was measured, and none stored
+        anything: a result about the compressor (answered from the empty memory, reported, exit 1)."""
+        return bool(self.results and self.compression and not self.aborted and not self.not_attempted
+                    and not self.skipped and not self.ingested
+                    and all(r.observations == 0 and ZERO_OBSERVATIONS in (r.error or "") for r in self.failed))
+
+    @property
     def succeeded(self) -> bool:
         """Every session ingested and produced observations."""
         return not (self.failed or self.zero_observation_sessions or self.aborted or self.not_attempted)
@@ -167,6 +176,19 @@ def done_sessions(run: RunFolder, sample_id: str, mode: str) -> dict[int, dict]:
         elif rec.get("mode") == mode and rec.get("status") == "ok" and rec.get("observations", 1) > 0:
             done[int(rec["session"])] = rec
     return done
+
+
+def empty_sessions(run: RunFolder, sample_id: str, mode: str) -> set[int]:
+    """Sessions whose latest record since the last reset says the Worker stored nothing for them."""
+    latest: dict[int, dict] = {}
+    for rec in run.records(INGEST_FILE):
+        if rec.get("sample_id") != sample_id:
+            continue
+        if rec.get("kind") == "reset":
+            latest.clear()
+        elif rec.get("kind") == "session" and rec.get("mode") == mode:
+            latest[int(rec["session"])] = rec
+    return {n for n, r in latest.items() if r.get("status") == "failed" and ZERO_OBSERVATIONS in (r.get("error") or "")}
 
 
 def _session_observations(client: WorkerClient, project: str, csid: str, before: set[int]) -> tuple[list, int]:
@@ -276,7 +298,7 @@ def ingest_conversation(client: WorkerClient, conv: Conversation, run: RunFolder
                 result.observations = _ingest_turns(client, conv, session, titles)
             if result.observations == 0:
                 result.status = "failed"
-                result.error = ("the Worker stored ZERO observations for this session (its compressor dropped "
+                result.error = (f"{ZERO_OBSERVATIONS} (its compressor dropped "
                                 "or skipped it; see the Worker's logs)")
         except WorkerError as exc:
             result.status, result.error = "failed", str(exc)

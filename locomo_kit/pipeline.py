@@ -235,7 +235,7 @@ def _check_ingested(client: WorkerClient, ingestion: RunFolder, conversations: l
     """Raise :class:`NotIngested` for a sample the Worker holds nothing of; warn about partial ones."""
     from locomo_kit import adapter
 
-    from locomo_kit.ingest import done_sessions
+    from locomo_kit.ingest import done_sessions, empty_sessions
 
     warnings = []
     for conv in conversations:
@@ -247,6 +247,10 @@ def _check_ingested(client: WorkerClient, ingestion: RunFolder, conversations: l
             continue
         project = adapter.project_name(conv.sample_id)
         held = next(iter(client.iter_observations(project, page_size=1)), None) is not None
+        if not held and len(empty_sessions(ingestion, conv.sample_id, mode)) == total:
+            warnings.append(f"{conv.sample_id}: the Worker stored nothing of its {total} sessions (zero observations "
+                            "each): its questions are answered from an empty memory")
+            continue
         if not held:
             raise NotIngested(f"{conv.sample_id} was never ingested into the Worker at {client.base_url} (project "
                               f"{project} holds no observations): run `locomo-kit ingest --sample {conv.sample_id}` "
@@ -467,7 +471,10 @@ def _ingest_stage(sample, worker_url, mode, ingest_id, dataset_path, progress, r
     ingested = ingest_outcome(ingest_summary, sum(len(c.sessions) for c in conversations))
     outcomes.append(ingested)
     log(ingested.line(reason=False))  # the failures are listed above
-    if ingest_summary.aborted or not (ingest_summary.ingested or ingest_summary.skipped):
+    if ingest_summary.kept_nothing:
+        log("the Worker's compressor stored nothing of any session: answering from the empty memory anyway, so "
+            "that the report shows what the compressor kept (the run exits 1)")
+    elif ingest_summary.aborted or not (ingest_summary.ingested or ingest_summary.skipped):
         raise IngestFailed(f"ingestion failed, nothing answered or reported: "
                            f"{ingest_summary.aborted or 'no session was ingested'} (run folder {ingestion.path})")
 
@@ -540,6 +547,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
                             query_strategy=query_strategy, ingest_id=ingest_id, system=system,
                             system_options=system_options, limit=limit, **extra)
     outcomes.append(answers.outcome)
+    for note in answers.outcome.notes:
+        log(note)
     log(answers.outcome.line())
     answers.outcome.raise_if_empty()
     scores = run_score(run, sample, dataset_path)

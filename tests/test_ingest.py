@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -147,6 +148,24 @@ def test_claude_mem_standin_and_zero_observation_warning(conv26, capsys):
                      "--run-id", "silent"]) == 1
     out = capsys.readouterr().out
     assert "sessions ingested: 0, failed: 19" in out and out.count("stored ZERO observations") == 19
+
+
+def test_a_compressor_that_kept_nothing_is_answered_from_the_empty_memory_and_reported_as_junk(capsys):
+    """Every session went through the compressor and none stored anything: the run answers from the
+    empty memory so that its report says at its top what the compressor kept, and exits 1."""
+    silent = create_standin()
+    silent.state.data["queue"] = _Sink()
+    with serve(silent) as url:
+        code = main(["run", "--sample", "conv-26", "--sessions", "2", "--worker-url", url])
+    out, err = capsys.readouterr()
+    assert code == 1 and "ingest FAILED: 0 sessions done, 0 already done, 2 failed" in out
+    assert "compression fidelity conv-26: 0/35 (0%) of turns survive in 0 observations" in out
+    assert "answering from the empty memory anyway" in out
+    assert "conv-26: the Worker stored nothing of its 2 sessions" in out + err
+    (report,) = re.findall(r"^report:\s+(\S+)", out, flags=re.M)
+    head = open(report).read().split("## Run facts")[0]
+    assert "**JUNK COMPRESSION: the compressor kept almost nothing of conv-26.**" in head
+    assert "## 5b. What the memory stored" in open(report).read()
 
 
 class _Sink(list):
