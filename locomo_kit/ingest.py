@@ -164,30 +164,29 @@ class IngestSummary:
         return out
 
 
-def done_sessions(run: RunFolder, sample_id: str, mode: str) -> dict[int, dict]:
-    """Sessions recorded ``ok`` for this sample and mode since the last reset (a session that
-    stored zero observations is not done: a rerun sends it again)."""
-    done: dict[int, dict] = {}
+def _since_reset(run: RunFolder, sample_id: str, mode: str) -> list[dict]:
+    """This sample's records in this mode since its last reset, in order."""
+    out: list[dict] = []
     for rec in run.records(INGEST_FILE):
         if rec.get("sample_id") != sample_id:
             continue
         if rec.get("kind") == "reset":
-            done.clear()
-        elif rec.get("mode") == mode and rec.get("status") == "ok" and rec.get("observations", 1) > 0:
-            done[int(rec["session"])] = rec
-    return done
+            out.clear()
+        elif rec.get("mode") == mode:
+            out.append(rec)
+    return out
+
+
+def done_sessions(run: RunFolder, sample_id: str, mode: str) -> dict[int, dict]:
+    """Sessions recorded ``ok`` for this sample and mode since the last reset (a session that
+    stored zero observations is not done: a rerun sends it again)."""
+    return {int(rec["session"]): rec for rec in _since_reset(run, sample_id, mode)
+            if rec.get("status") == "ok" and rec.get("observations", 1) > 0}
 
 
 def empty_sessions(run: RunFolder, sample_id: str, mode: str) -> set[int]:
     """Sessions whose latest record since the last reset says the Worker stored nothing for them."""
-    latest: dict[int, dict] = {}
-    for rec in run.records(INGEST_FILE):
-        if rec.get("sample_id") != sample_id:
-            continue
-        if rec.get("kind") == "reset":
-            latest.clear()
-        elif rec.get("kind") == "session" and rec.get("mode") == mode:
-            latest[int(rec["session"])] = rec
+    latest = {int(rec["session"]): rec for rec in _since_reset(run, sample_id, mode) if rec.get("kind") == "session"}
     return {n for n, r in latest.items() if r.get("status") == "failed" and ZERO_OBSERVATIONS in (r.get("error") or "")}
 
 
