@@ -115,6 +115,7 @@ class IngestSummary:
     aborted: str | None = None  # why ingestion stopped before the last session
     not_attempted: int = 0  # sessions left out because ingestion stopped
     compression: dict | None = None  # what the compressor kept (locomo_kit.scoring.compression.measure)
+    notes: list[str] = field(default_factory=list)  # worth a line, not a failure
 
     @property
     def ingested(self) -> list[SessionResult]:
@@ -208,11 +209,31 @@ def generation(run: RunFolder, sample_id: str) -> str:
     return gen
 
 
+def drain(client: WorkerClient, project: str, timeout: float, poll_interval: float) -> float:
+    """Wait until the Worker's queue is empty (its compressor idle); returns the seconds waited.
+    Raises :class:`QueueStuck` after ``timeout``, or ``GeneratorPaused`` (claude-mem's generator gave
+    up on a slow compressor call)."""
+    from locomo_kit.generator_watch import llm_timeout_s, wait_for_queue
+
+    if not hasattr(client, "llm_timeout_s"):  # claude-mem's compressor timeout, read once per client
+        client.llm_timeout_s = llm_timeout_s(client)  # type: ignore[attr-defined]
+    try:
+        return wait_for_queue(client, project, timeout, poll_interval, client.llm_timeout_s)  # type: ignore[attr-defined]
+    except WorkerTimeout as exc:
+        raise QueueStuck(f"{exc}; the Worker's compressor is not processing (check its provider settings and "
+                         f"logs, e.g. ~/.claude-mem/logs/)") from exc
+
+
 def _ingest_transcript(client: WorkerClient, conv: Conversation, session: Session, timeout: float,
                        poll_interval: float, before: int, gen: str) -> tuple[list, int]:
-    """(the session's observations, observations in the project now)."""
+    """(the session's observations, observations in the project now).
+
+    The queue is drained first, so that the previous session's summary is not still computing when
+    this one's calls are queued: on a one-slot compressor server they would wait behind it, and
+    claude-mem's per-call timeout counts that wait."""
     csid = adapter.content_session_id(conv.sample_id, session.number)
     project = adapter.project_name(conv.sample_id)
+    drain(client, project, timeout, poll_interval)
     ids_before = {o.id for o in client.iter_observations(project)}
     init = client.init_session(csid, project, adapter.init_prompt(conv, session))
     # claude-mem answers "duplicate" when the same prompt reached the same session within 10 s (e.g. a
@@ -220,23 +241,11 @@ def _ingest_transcript(client: WorkerClient, conv: Conversation, session: Sessio
     if init.get("skipped") and init.get("reason") != "duplicate":
         raise WorkerError(f"Worker skipped session init: {init.get('reason')}")
     failed_before = client.processing_status().get("failed")
-    if not hasattr(client, "llm_timeout_s"):  # claude-mem's compressor timeout, read once per client
-        from locomo_kit.generator_watch import llm_timeout_s
-
-        client.llm_timeout_s = llm_timeout_s(client)  # type: ignore[attr-defined]
     queued = client.queue_observation(csid, **adapter.read_tool_call(conv, session, gen))
     if queued.get("status") not in ("queued", "skipped") or (
             queued.get("status") == "skipped" and queued.get("reason") != "duplicate"):
         raise WorkerError(f"Worker did not queue the transcript: {queued}")
-    from locomo_kit.generator_watch import GeneratorPaused, wait_for_queue
-
-    try:
-        wait_for_queue(client, project, timeout, poll_interval, client.llm_timeout_s)  # type: ignore[attr-defined]
-    except GeneratorPaused:
-        raise
-    except WorkerTimeout as exc:
-        raise QueueStuck(f"{exc}; the Worker's compressor is not processing (check its provider settings and "
-                         f"logs, e.g. ~/.claude-mem/logs/)") from exc
+    drain(client, project, timeout, poll_interval)
     failed_after = client.processing_status().get("failed")
     if isinstance(failed_before, int) and isinstance(failed_after, int) and failed_after > failed_before:
         raise WorkerError(f"the Worker failed to process the transcript of session {session.number} (its failed "
@@ -331,7 +340,14 @@ def ingest(client: WorkerClient, conversations: Iterable[Conversation], run: Run
         results += s.results
         skipped += s.skipped
         aborted, not_attempted = s.aborted, not_attempted + s.not_attempted
-    return IngestSummary(results, skipped, aborted, not_attempted)
+    summary = IngestSummary(results, skipped, aborted, not_attempted)
+    if kwargs.get("mode", "transcript") == "transcript" and results and not aborted and conversations:
+        try:  # the last session's summary: the Worker is idle when ingestion returns
+            drain(client, adapter.project_name(conversations[-1].sample_id), kwargs.get("session_timeout", 180.0),
+                  kwargs.get("poll_interval", 3.0))
+        except WorkerError as exc:
+            summary.notes.append(f"the Worker's last session summary is still being written: {exc}")
+    return summary
 
 
 def session_table(run: RunFolder, sample_id: str, mode: str) -> list[dict]:

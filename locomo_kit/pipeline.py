@@ -201,7 +201,7 @@ def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                                   ingest={"started_at": utc_now(), "worker": client.identity})
         summary = ingest(client, conversations, ingestion, mode=mode, session_timeout=session_timeout,
                          poll_interval=poll_interval, force=force, progress=progress)
-        summary.notes = notes  # type: ignore[attr-defined]
+        summary.notes = notes + summary.notes
         if mode == "transcript" and not summary.aborted:  # what the compressor kept (scoring.compression)
             from locomo_kit.scoring.compression import measure, session_records
 

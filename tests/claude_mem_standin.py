@@ -57,10 +57,14 @@ def _phrase_match(query: str, row: dict) -> bool:
     return any(have[i:i + n] == want for i in range(len(have) - n + 1))
 
 
-def create_standin(process_delay: float = 0.01, dependencies: list[dict] | None = None) -> FastAPI:
+def create_standin(process_delay: float = 0.01, dependencies: list[dict] | None = None,
+                   summary_delay: float | None = None) -> FastAPI:
+    """``summary_delay``: summaries are queued and computed (taking that long), as claude-mem does
+    (``type=summarize`` in its queue); ``app.state.data["events"]`` then records ``(kind, session,
+    time)`` for each init and each summary finished. Without it a summary is acknowledged only."""
     app = FastAPI()
     deps = [UVX_MISSING] if dependencies is None else dependencies
-    state = {"sessions": {}, "obs": {}, "queue": [], "next": 1, "processing": False, "seen": set()}
+    state = {"sessions": {}, "obs": {}, "queue": [], "next": 1, "processing": False, "seen": set(), "events": []}
     lock = threading.Lock()
 
     def row(oid: int, project: str, sid: str, title: str, subtitle: str, narrative: str, facts: list[str],
@@ -86,6 +90,12 @@ def create_standin(process_delay: float = 0.01, dependencies: list[dict] | None 
                     continue
                 state["processing"] = True
                 sid, body = state["queue"].pop(0)
+            if body.get("summary"):
+                time.sleep(summary_delay or 0)
+                with lock:
+                    state["events"].append(("summary", sid, time.monotonic()))
+                    state["processing"] = False
+                continue
             response = body.get("tool_response", "")
             text = response if isinstance(response, str) else json.dumps(response)
             with lock:
@@ -119,6 +129,7 @@ def create_standin(process_delay: float = 0.01, dependencies: list[dict] | None 
         if issues:
             return _invalid(issues)
         with lock:
+            state["events"].append(("init", body["contentSessionId"], time.monotonic()))
             s = state["sessions"].setdefault(body["contentSessionId"], {"id": len(state["sessions"]) + 1,
                                                                        "project": body.get("project") or "x", "n": 0})
             s["n"] += 1
@@ -143,7 +154,12 @@ def create_standin(process_delay: float = 0.01, dependencies: list[dict] | None 
     async def summarize(request: Request):
         body = await request.json()
         issues = _null_issues(body, ("last_assistant_message", "platformSource"))
-        return _invalid(issues) if issues else {"status": "queued"}
+        if issues:
+            return _invalid(issues)
+        if summary_delay is not None:
+            with lock:
+                state["queue"].append((body.get("contentSessionId"), {"summary": True}))
+        return {"status": "queued"}
 
     @app.get("/api/processing-status")
     def status():

@@ -168,6 +168,25 @@ def test_a_compressor_that_kept_nothing_is_answered_from_the_empty_memory_and_re
     assert "## 5b. What the memory stored" in open(report).read()
 
 
+def test_each_session_waits_for_the_previous_summary_and_ingest_for_the_last(capsys):
+    """claude-mem queues each session's summary after its observations: on a one-slot compressor the next
+    session's calls would wait behind it (and claude-mem's per-call timeout counts that wait), and a command
+    started after ``ingest`` would too. The kit sends a session only once the queue is empty, and returns
+    once the last summary is written."""
+    app = create_standin(summary_delay=0.4)
+    with serve(app) as url:
+        assert main(["ingest", "--sample", "conv-26", "--sessions", "3", "--worker-url", url,
+                     "--poll-interval", "0.05"]) == 0
+        returned = time.monotonic()
+    events = app.state.data["events"]
+    inits = [t for kind, _, t in events if kind == "init"]
+    summaries = [t for kind, _, t in events if kind == "summary"]
+    assert len(inits) == 3 and len(summaries) == 3
+    assert inits[1] > summaries[0] and inits[2] > summaries[1]  # each session after the previous summary
+    assert returned > summaries[2]  # ingest returned after the last one
+    assert "ingest ok: 3 sessions done" in capsys.readouterr().out
+
+
 class _Sink(list):
     def append(self, item):  # queued work vanishes
         pass

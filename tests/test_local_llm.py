@@ -13,7 +13,6 @@ the model's quality (docs/local-models.md has the figures).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -30,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     require_server()
-    with running_server(tmp_path_factory.mktemp("llm-server"), n_ctx=16384) as info:
+    # both cores: the tests run one at a time, and claude-mem's 4,096-token calls need the speed
+    with running_server(tmp_path_factory.mktemp("llm-server"), n_ctx=16384, threads=os.cpu_count() or 1) as info:
         yield info
 
 
@@ -74,7 +74,7 @@ def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_p
     """claude-mem's openrouter provider pointed at the local server (CLAUDE_MEM_LLM_TIMEOUT_MS at its
     300,000 ms maximum): conv-26's first session, its compression fidelity recorded and printed."""
     from claude_mem_peer import real_worker, require_release
-    from locomo_kit.dataset import get_conversation
+    from locomo_kit.dataset import first_sessions, get_conversation
     from locomo_kit.ingest import ingest_conversation
     from locomo_kit.runs import RunFolder
     from locomo_kit.scoring.compression import measure, session_records, summary_lines
@@ -83,7 +83,7 @@ def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_p
     require_release()
     require_speed_for_claude_mem(server["base_url"])
     conv = get_conversation(dataset, "conv-26")
-    first = dataclasses.replace(conv, sessions=conv.sessions[:1])
+    first = first_sessions(conv, 1)
     folder = RunFolder("compress", root=tmp_path / "runs")
     with real_worker(tmp_path / "home", server["base_url"], model=MODEL.split("/", 1)[1],
                      llm_timeout_ms=300_000) as w, WorkerClient(w["url"]) as client:
@@ -96,6 +96,11 @@ def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_p
         assert rec["turns"] == len(first.sessions[0].turns) and 0 <= rec["fidelity"] <= 1
         assert record["samples"]["conv-26"]["sessions"]["1"]["fidelity"] == rec["fidelity"]
         assert summary_lines(record)[0].startswith("compression fidelity conv-26: ")
+    elif "generator has paused" in (result.error or ""):
+        # a 4,096-token call took longer than claude-mem's 300 s maximum here (159-254 s on a quiet machine,
+        # over 300 s in one make test): the kit's defined outcome, naming the setting, not the session timeout
+        assert "CLAUDE_MEM_LLM_TIMEOUT_MS = 300000 ms" in result.error and "maximum already" in result.error
+        assert summary.aborted and rec["seconds"] < 900
     else:  # the small model's reply may hold no observation claude-mem accepts: a failure, with its reason
         assert "ZERO observations" in result.error or "failed" in result.error, result.error
     assert served_chats(server), "claude-mem never called the local server"
