@@ -42,6 +42,7 @@ run: data
 
 # pytest's conftest.py removes API keys and sends every output to a temporary folder
 test: data $(EXTRAS)
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest --nbval tests notebooks
 
 bench: data

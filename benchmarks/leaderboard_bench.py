@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LOCOMO_OUTPUTS_DIR"] = str(bench_outputs)  # every run, ingestion and cache of the bench lives here
 
     from locomo_kit.cli import main as cli
-    from locomo_kit.leaderboard import parse_systems
+    from locomo_kit.pipeline.leaderboard import parse_systems
 
     entries = parse_systems(args.systems)
     per_system = []
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
               "git_commit": _git_commit(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     header = f"{'system':<22} {'exit':>4} {'wall s':>8} {'ingest s':>9} {'search p50 ms':>14} {'p95 ms':>8} {'recall %':>9} {'F1 %':>6}"
     print(header)
-    fmt = lambda v, d=1: "–" if v is None else f"{v:.{d}f}"  # noqa: E731
+    fmt = lambda v, d=1: "–" if v is None else f"{v:.{d}f}"
     for s in per_system:
         print(f"{s['system']:<22} {s['exit']:>4} {s['wall_s']:>8.1f} {fmt(s['ingest_s']):>9} "
               f"{fmt(s['search_p50_ms'], 2):>14} {fmt(s['search_p95_ms'], 2):>8} {fmt(s['evidence_recall']):>9} "

@@ -33,11 +33,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from locomo_kit import adapter
 from locomo_kit.dataset import questions
-from locomo_kit.embedded import EmbeddedWorker
 from locomo_kit.paths import outputs_dir
-from locomo_kit.pipeline import load
+from locomo_kit.pipeline.stages import load
+from locomo_kit.worker import transcript
+from locomo_kit.worker.embedded import EmbeddedWorker
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -73,7 +73,7 @@ class Client(threading.Thread):
                         s = sessions[next_session]
                         csid = f"{self.project}-s{s.number}"
                         r = c.post("/api/sessions/init", json={"contentSessionId": csid, "project": self.project})
-                        call = adapter.read_tool_call(self.conv, s)
+                        call = transcript.read_tool_call(self.conv, s)
                         r = c.post("/api/sessions/observations", json={"contentSessionId": csid, **call})
                         ok = r.status_code == 200 and r.json().get("status") == "queued"
                         if ok:

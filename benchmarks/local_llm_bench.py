@@ -31,7 +31,7 @@ from local_llm import MODEL, require_server, running_server  # noqa: E402
 
 
 def part_answer(url: str, n: int, out: dict) -> None:
-    from locomo_kit.pipeline import run_all
+    from locomo_kit.pipeline.stages import run_all
 
     os.environ.setdefault("LOCOMO_EMBEDDER", "minilm")
     rows = {}
@@ -47,8 +47,8 @@ def part_answer(url: str, n: int, out: dict) -> None:
 
 
 def part_judge(url: str, n: int, calibration: int, out: dict) -> None:
-    from locomo_kit.pipeline import run_all, run_judge
-    from locomo_kit.report.aggregate import summarize_run
+    from locomo_kit.pipeline.stages import run_all, run_judge
+    from locomo_kit.reports.summary import summarize_run
 
     run = run_all("conv-26", answer_model="extractive", limit=n, log=lambda _: None, progress=False).run
     start = time.monotonic()
@@ -62,12 +62,13 @@ def part_judge(url: str, n: int, calibration: int, out: dict) -> None:
 
 def part_compress(url: str, sessions: int, out: dict) -> None:
     from claude_mem_peer import real_worker, require_release
+
     from locomo_kit.dataset import first_sessions, get_conversation, load_dataset
-    from locomo_kit.ingest import ingest_conversation
+    from locomo_kit.ingestion.worker import ingest_worker_conversation
     from locomo_kit.paths import default_dataset_path
     from locomo_kit.runs import RunFolder
     from locomo_kit.scoring.compression import measure, session_records
-    from locomo_kit.worker_client import WorkerClient
+    from locomo_kit.worker.client import WorkerClient
 
     require_release()
     conv = get_conversation(load_dataset(default_dataset_path()), "conv-26")
@@ -77,7 +78,7 @@ def part_compress(url: str, sessions: int, out: dict) -> None:
         start = time.monotonic()
         with real_worker(Path(tmp) / "home", url, model=MODEL.split("/", 1)[1], llm_timeout_ms=300_000) as w, \
                 WorkerClient(w["url"]) as client:
-            summary = ingest_conversation(client, first, folder, session_timeout=900, progress=False)
+            summary = ingest_worker_conversation(client, first, folder, session_timeout=900, progress=False)
             record = measure(client, [first], session_records(folder.records("ingest.jsonl"), "transcript"))
         out["compress"] = {"sessions": sessions, "seconds": round(time.monotonic() - start, 1),
                            "results": [{"session": r.session, "status": r.status, "observations": r.observations,

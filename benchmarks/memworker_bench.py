@@ -33,15 +33,15 @@ from pathlib import Path
 
 import numpy as np
 
-from locomo_kit import adapter
 from locomo_kit.dataset import all_questions, load_dataset
-from locomo_kit.embedded import EmbeddedWorker
-from locomo_kit.ingest import ingest
+from locomo_kit.ingestion.worker import ingest_into_worker
 from locomo_kit.paths import default_dataset_path, outputs_dir
-from locomo_kit.pipeline import load
+from locomo_kit.pipeline.stages import load
 from locomo_kit.qa.context import approx_tokens
 from locomo_kit.runs import RunFolder
-from locomo_kit.worker_client import Observation, WorkerClient
+from locomo_kit.worker import transcript
+from locomo_kit.worker.client import Observation, WorkerClient
+from locomo_kit.worker.embedded import EmbeddedWorker
 from memworker.ranking import fts_query
 
 KS = (5, 10, 20)
@@ -83,13 +83,13 @@ def main() -> None:
             settings = client.health().get("settings", {})
             run = RunFolder("bench", root=Path(tmp))
             t0 = time.perf_counter()
-            summary = ingest(client, conversations, run, mode="transcript", poll_interval=0.5)
+            summary = ingest_into_worker(client, conversations, run, mode="transcript", poll_interval=0.5)
             ingest_s = time.perf_counter() - t0
             # one untimed search per conversation builds its index (else the first timed searches would
             # share the CPU with the Worker building them after ingestion): reported on its own
             t0 = time.perf_counter()
             for conv in conversations:
-                client.search(all_questions(conv)[0].question, adapter.project_name(conv.sample_id), limit=1)
+                client.search(all_questions(conv)[0].question, transcript.project_name(conv.sample_id), limit=1)
             warmup_s = time.perf_counter() - t0
             bare = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
             lat: dict[str, list[float]] = {"budget": [], "budget500": [], "items": [], "bare_bm25": []}
@@ -97,7 +97,7 @@ def main() -> None:
             tokens: dict[str, list[float]] = {f"budget{b}": [] for b in BUDGETS} | {"items@10": []}
             spans_per_q: list[int] = []
             for conv in conversations:
-                project = adapter.project_name(conv.sample_id)
+                project = transcript.project_name(conv.sample_id)
                 held = position[conv.sample_id] in HELD_OUT
                 for q in all_questions(conv):
                     r1000 = client.search(q.question, project, limit=100, context_budget=1000)

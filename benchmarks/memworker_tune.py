@@ -28,10 +28,10 @@ from pathlib import Path
 
 import numpy as np
 
-from locomo_kit import adapter
+import memworker
 from locomo_kit.dataset import all_questions, load_dataset
 from locomo_kit.paths import default_dataset_path, outputs_dir
-import memworker
+from locomo_kit.worker import transcript
 from memworker.config import Settings
 from memworker.retrieval import ProjectIndex, RetrievalParams
 from memworker.service import MemoryService
@@ -46,9 +46,9 @@ def build_db(path: Path, conversations) -> None:
     svc = MemoryService(Settings(db_path=str(path), embedder="minilm"), embedder=make_embedder("minilm"))
     for conv in conversations:
         for session in conv.sessions:
-            call = adapter.read_tool_call(conv, session)
-            row, _ = svc.store.init_session("locomo-kit", adapter.content_session_id(conv.sample_id, session.number),
-                                            adapter.project_name(conv.sample_id), "tune")
+            call = transcript.read_tool_call(conv, session)
+            row, _ = svc.store.init_session("locomo-kit", transcript.content_session_id(conv.sample_id, session.number),
+                                            transcript.project_name(conv.sample_id), "tune")
             svc.store.enqueue(row["id"], "observation", {"tool_response": call["tool_response"]}, call["tool_use_id"])
             svc._process(svc.store.next_pending())
     svc.store.close()
@@ -225,7 +225,7 @@ def main() -> None:
             figures: dict[str, list[float]] = {}
             for pos in positions:
                 conv = dataset[pos]
-                _, rows = svc.store.index_rows(adapter.project_name(conv.sample_id))
+                _, rows = svc.store.index_rows(transcript.project_name(conv.sample_id))
                 uses_full = name.startswith("+ full")
                 stored = np.vstack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows])
                 index = ProjectIndex(rows, params, None if uses_full else static, stored)
@@ -233,7 +233,7 @@ def main() -> None:
                 qs = [q for q in all_questions(conv) if q.category != 5 and q.evidence]
                 if params.ranking == "seed":
                     svc.params, svc.static = params, static
-                    measured = evaluate_service(svc, adapter.project_name(conv.sample_id), qs)
+                    measured = evaluate_service(svc, transcript.project_name(conv.sample_id), qs)
                     svc.params = defaults
                 else:
                     measured = evaluate(index, qs, vector)
@@ -247,7 +247,7 @@ def main() -> None:
     if args.misses:
         indexes, questions = {}, {}
         for pos, conv in enumerate(dataset):
-            _, rows = svc.store.index_rows(adapter.project_name(conv.sample_id))
+            _, rows = svc.store.index_rows(transcript.project_name(conv.sample_id))
             stored = np.vstack([np.frombuffer(r["embedding"], dtype=np.float32) for r in rows])
             indexes[pos] = ProjectIndex(rows, defaults, static, stored)
             questions[pos] = [q for q in all_questions(conv) if q.category != 5 and q.evidence]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import re
 import subprocess
 import sys
 import tempfile
@@ -37,11 +36,10 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from locomo_kit import adapter  # noqa: E402
 from locomo_kit.dataset import load_dataset  # noqa: E402
-from locomo_kit.embedded import EmbeddedWorker  # noqa: E402
-from locomo_kit.paths import outputs_dir  # noqa: E402
-from locomo_kit.paths import default_dataset_path  # noqa: E402
+from locomo_kit.paths import default_dataset_path, outputs_dir  # noqa: E402
+from locomo_kit.worker import transcript  # noqa: E402
+from locomo_kit.worker.embedded import EmbeddedWorker  # noqa: E402
 from memworker.config import Settings  # noqa: E402
 from memworker.injection import screen  # noqa: E402
 
@@ -83,12 +81,12 @@ def ingest(url: str, conversations) -> float:
     t0 = time.perf_counter()
     with httpx.Client(base_url=url, timeout=120) as c:
         for conv in conversations:
-            project = adapter.project_name(conv.sample_id)
+            project = transcript.project_name(conv.sample_id)
             for s in conv.sessions:
-                csid = adapter.content_session_id(conv.sample_id, s.number)
+                csid = transcript.content_session_id(conv.sample_id, s.number)
                 c.post("/api/sessions/init", json={"contentSessionId": csid, "project": project}).raise_for_status()
                 r = c.post("/api/sessions/observations", json={"contentSessionId": csid,
-                                                               **adapter.read_tool_call(conv, s)})
+                                                               **transcript.read_tool_call(conv, s)})
                 if r.json().get("status") != "queued":
                     raise RuntimeError(f"{csid} not queued: {r.text}")
         deadline = time.monotonic() + 900
@@ -110,7 +108,7 @@ def plant_all(url: str, plants: list[dict], by_sample: dict) -> list[dict]:
         for item in plants:
             conv = by_sample[item["sample_id"]]
             question = next(q.question for q in conv.questions if q.index == item["qa_index"])
-            project = adapter.project_name(conv.sample_id)
+            project = transcript.project_name(conv.sample_id)
             for variant in ("false", "false_correction", "true"):
                 saved = c.post("/api/memory/save", json={"text": item[variant], "project": project})
                 saved.raise_for_status()

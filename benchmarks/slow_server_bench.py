@@ -44,7 +44,7 @@ def default_sigint() -> None:
 
 def timed_lines(proc: subprocess.Popen, start: float, lines: list) -> threading.Thread:
     def read() -> None:
-        for line in proc.stdout:  # type: ignore[union-attr]
+        for line in proc.stdout:
             lines.append((round(time.monotonic() - start, 1), line.rstrip()))
     t = threading.Thread(target=read, daemon=True)
     t.start()

@@ -19,22 +19,16 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-# Submodules named like the API's functions are imported first: importing a submodule for the
-# first time sets it as an attribute of this package, which would hide the function bound below.
-import locomo_kit.compare  # noqa: E402,F401
-import locomo_kit.export  # noqa: E402,F401
-import locomo_kit.ingest  # noqa: E402,F401
-import locomo_kit.report  # noqa: E402,F401
-from locomo_kit.compare import compare  # noqa: E402
-from locomo_kit.export import export_run as export  # noqa: E402
-from locomo_kit.outcome import Outcome, StageFailed  # noqa: E402
-from locomo_kit.pipeline import load, retrieval, run_all, run_config  # noqa: E402
-from locomo_kit.pipeline import run_answer as answer  # noqa: E402
-from locomo_kit.pipeline import run_ingest as ingest  # noqa: E402
-from locomo_kit.pipeline import run_judge as judge  # noqa: E402
-from locomo_kit.pipeline import run_report as report  # noqa: E402
-from locomo_kit.pipeline import run_score as score  # noqa: E402
-from locomo_kit.runs import RunConfig, RunFolder  # noqa: E402
+from locomo_kit.outcome import Outcome, StageFailed
+from locomo_kit.pipeline.stages import load, retrieval, run_all, run_config
+from locomo_kit.pipeline.stages import run_answer as answer
+from locomo_kit.pipeline.stages import run_ingest as ingest
+from locomo_kit.pipeline.stages import run_judge as judge
+from locomo_kit.pipeline.stages import run_report as report
+from locomo_kit.pipeline.stages import run_score as score
+from locomo_kit.reports.comparison import compare
+from locomo_kit.reports.export_rows import export_run as export
+from locomo_kit.runs import RunConfig, RunFolder
 
-__all__ = ["load", "retrieval", "ingest", "answer", "score", "judge", "report", "compare", "export", "run_all", "run_config",
-           "RunConfig", "RunFolder", "Outcome", "StageFailed", "__version__"]
+__all__ = ["Outcome", "RunConfig", "RunFolder", "StageFailed", "__version__", "answer", "compare", "export", "ingest",
+           "judge", "load", "report", "retrieval", "run_all", "run_config", "score"]

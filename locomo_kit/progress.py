@@ -9,11 +9,22 @@ at most every ``LINE_INTERVAL`` seconds, and at the end.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Callable, TextIO
 
+from tqdm.auto import tqdm
+
 LINE_INTERVAL = 10.0
+
+
+def tqdm_disable(progress: bool | None = None) -> bool | None:
+    """tqdm's ``disable`` for a stage's bar: ``progress`` True/False forces the bar on/off; None: off in CI,
+    else tqdm's own choice (off when not on a terminal)."""
+    if progress is not None:
+        return not progress
+    return True if os.environ.get("CI") else None
 
 
 def format_duration(seconds: float) -> str:
@@ -85,7 +96,6 @@ class _Off:
 
 def stage_progress(total: int, desc: str, unit: str = "call", progress: bool | None = None):
     """A progress display for ``total`` items (see the module docstring)."""
-    from tqdm.auto import tqdm
 
     if progress is False:
         return _Off()

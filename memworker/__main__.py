@@ -21,7 +21,7 @@ from typing import Sequence
 # threads on a busy machine cost them more than they gain (a user's own setting wins).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from memworker.config import Settings  # noqa: E402
+from memworker.config import Settings
 
 
 def build_parser() -> argparse.ArgumentParser:

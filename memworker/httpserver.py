@@ -19,7 +19,7 @@ log = logging.getLogger("memworker")
 class TimedHttpToolsProtocol(HttpToolsProtocol):
     request_timeout: float = 10.0
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         self._request_timer: asyncio.TimerHandle | None = None
         super().connection_made(transport)
 

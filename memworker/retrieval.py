@@ -217,8 +217,9 @@ class ProjectIndex:
             m = _TURN_ID.match(turns[0]) if turns else None
             day = None
             if meta.get("session_date"):
-                from memworker.timeparse import fmt_day
                 from datetime import date
+
+                from memworker.timeparse import fmt_day
 
                 try:
                     day = fmt_day(date.fromisoformat(meta["session_date"]))

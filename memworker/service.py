@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from datetime import datetime, timezone
@@ -15,10 +14,10 @@ import numpy as np
 from memworker.config import Settings
 from memworker.embed import Embedder, make_embedder
 from memworker.extract import Extractor, LLMExtractor, MemoryDraft, RuleExtractor
-from memworker.ranking import Weights, rank
-from memworker.retrieval import Hit, IndexCache, ProjectIndex, RetrievalParams
 from memworker.injection import screen
 from memworker.provenance import corroboration
+from memworker.ranking import Weights, rank
+from memworker.retrieval import Hit, IndexCache, ProjectIndex, RetrievalParams
 from memworker.safety import redact_secrets
 from memworker.store import NewMemory, Store, is_storage_error, now_ms
 from memworker.transcript import Transcript, parse_transcript

@@ -98,7 +98,7 @@ class CompressorStandin:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
                 if not self.path.rstrip("/").endswith("/chat/completions"):

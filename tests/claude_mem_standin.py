@@ -28,7 +28,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from locomo_kit.embedded import free_port
+from locomo_kit.worker.embedded import free_port
 
 TURN = re.compile(r"^\[(D\d+:\d+)\]\s+([^:\n]{1,60}):\s+(.+)$", re.MULTILINE)
 TOKEN = re.compile(r"\w+")

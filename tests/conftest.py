@@ -3,10 +3,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from report_runs import report_runs  # noqa: F401  (one session fixture: make run's run, shared by the report tests)
 
 from locomo_kit.data_fetch import fetch_dataset
 from locomo_kit.dataset import Conversation, load_dataset
-from report_runs import report_runs  # noqa: F401  (one session fixture: make run's run, shared by the report tests)
 
 
 @pytest.fixture(scope="session")

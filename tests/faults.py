@@ -12,7 +12,6 @@ from typing import Iterator
 
 import httpx
 import pytest
-
 from helpers import wait_until
 
 

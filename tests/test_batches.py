@@ -7,20 +7,19 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
-
 from anthropic_standin import AnthropicStandin, running
 from helpers import wait_until
+from test_paid_calls import answers
+
 from locomo_kit.llm import CachedLLM, CompletionCache
 from locomo_kit.llm.anthropic_llm import AnthropicLLM
 from locomo_kit.llm.batches import BATCHES_FILE, open_batches, split
 from locomo_kit.llm.execute import CallSettings
 from locomo_kit.runs import RunFolder
-from locomo_kit.scoring.judge import Judge, judge_answers, load_judgements
-from test_paid_calls import answers
+from locomo_kit.runs.records import load_judgements
+from locomo_kit.scoring.judge import Judge, judge_answers
 
 QUIET = {"log": lambda line: None, "progress": False}
 BATCH = CallSettings(batch=True, poll_interval=0.05)

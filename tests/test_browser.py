@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from locomo_kit.compare import compare, write_comparison
+from locomo_kit.reports.comparison import compare, write_comparison
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("LOCOMO_CHROMIUM", "/usr/bin/chromium")

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from locomo_kit.budgets import parse_budgets
 from locomo_kit.cli import main
 from locomo_kit.paths import outputs_dir
-from locomo_kit.report.aggregate import summarize_run
+from locomo_kit.pipeline.budgets import parse_budgets
+from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder
 
 

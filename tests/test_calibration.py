@@ -12,12 +12,13 @@ from collections import Counter
 import pytest
 
 from locomo_kit.llm import ScriptedLLM
-from locomo_kit.report.aggregate import mem0_j
+from locomo_kit.reports.summary import mem0_j
 from locomo_kit.runs import RunFolder
+from locomo_kit.runs.records import load_judgements
 from locomo_kit.scoring.aggregate import wilson_ci
 from locomo_kit.scoring.calibration import build_calibration_set, calibration_rates, topic_of
 from locomo_kit.scoring.diagnostics import evidence_ranks, ndcg, reciprocal_rank
-from locomo_kit.scoring.judge import Judge, judge_answers, load_judgements, mem0_j_by_run
+from locomo_kit.scoring.judge import Judge, judge_answers, mem0_j_by_run
 from locomo_kit.scoring.judge_prompts import STRICT_VERSION
 from locomo_kit.scoring.locomo_f1 import stemmed_tokens
 

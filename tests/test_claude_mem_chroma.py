@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from claude_mem_compressor import CompressorStandin
 from claude_mem_peer import real_worker, require_release
+
 from locomo_kit.cli import main
 from locomo_kit.runs import RunFolder
-from locomo_kit.worker_client import WorkerClient
+from locomo_kit.worker.client import WorkerClient
 
 pytestmark = pytest.mark.skipif(os.environ.get("LOCOMO_TEST_CHROMA") != "1",
                                 reason="opt-in: set LOCOMO_TEST_CHROMA=1 to run claude-mem with Chroma "

@@ -15,13 +15,13 @@ import sys
 import time
 
 import pytest
-
 from claude_mem_compressor import CompressorStandin
 from claude_mem_peer import env_without_outputs, real_worker, require_release, worker_log, worker_pid
+
 from locomo_kit.cli import main
 from locomo_kit.dataset import get_conversation
 from locomo_kit.runs import RunFolder
-from locomo_kit.worker_client import WorkerClient
+from locomo_kit.worker.client import WorkerClient
 
 PROJECT = "locomo-eval-conv-26"
 

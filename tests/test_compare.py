@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from locomo_kit.cli import main
-from locomo_kit.compare import (
+from locomo_kit.reports.comparison import (
     CompareError,
     compare,
     minimal_detectable_difference,
@@ -139,7 +139,7 @@ def test_compare_errors_are_clear(tmp_path, monkeypatch, capsys):
 
 
 def test_runs_parameter_as_papermill_passes_it():
-    from locomo_kit.compare import parse_runs
+    from locomo_kit.reports.comparison import parse_runs
 
     assert parse_runs('["a", "b"]') == ["a", "b"] and parse_runs("a, b") == ["a", "b"] and parse_runs(["a"]) == ["a"]
     with pytest.raises(CompareError, match="not a JSON list"):

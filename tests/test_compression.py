@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from locomo_kit.dataset import get_conversation
-from locomo_kit.generator_watch import GeneratorPaused, llm_timeout_s, wait_for_queue
 from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.compression import compression_banner, sample_fidelity, session_fidelity, summary_lines
-from locomo_kit.worker_client import WorkerError, WorkerTimeout
+from locomo_kit.worker.client import WorkerError, WorkerTimeout
+from locomo_kit.worker.queue import GeneratorPaused, llm_timeout_s, wait_for_queue
 
 
 @pytest.fixture()
@@ -76,7 +76,7 @@ class FakeWorker:
 
 def test_a_paused_generator_is_named_long_before_the_session_timeout():
     now = [0.0]
-    clock = lambda: now[0]  # noqa: E731
+    clock = lambda: now[0]
 
     def sleep(s):
         now[0] += s
@@ -98,16 +98,17 @@ def test_a_paused_generator_is_named_long_before_the_session_timeout():
 
 def test_finished_at_is_when_the_session_finished(tmp_path, conv26, monkeypatch):
     """A session that takes over a second: its record's finished_at is after its start."""
+    import importlib
     from datetime import datetime, timedelta
 
     from claude_mem_standin import create_standin, serve
-    from locomo_kit.ingest import ingest_conversation
-    from locomo_kit.worker_client import WorkerClient
-    import importlib
 
-    ingest_module = importlib.import_module("locomo_kit.ingest")
+    from locomo_kit.ingestion.worker import ingest_worker_conversation
+    from locomo_kit.worker.client import WorkerClient
 
-    real = ingest_module._ingest_transcript
+    ingest_module = importlib.import_module("locomo_kit.ingestion.worker")
+
+    real = ingest_module.ingest_transcript_session
 
     def slow(*args, **kwargs):
         import time
@@ -115,10 +116,10 @@ def test_finished_at_is_when_the_session_finished(tmp_path, conv26, monkeypatch)
         time.sleep(1.5)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ingest_module, "_ingest_transcript", slow)
+    monkeypatch.setattr(ingest_module, "ingest_transcript_session", slow)
     one = __import__("dataclasses").replace(conv26, sessions=conv26.sessions[:1])
     with serve(create_standin()) as url, WorkerClient(url, token="") as client:
         before = datetime.now().astimezone()
-        ingest_conversation(client, one, RunFolder("f", root=tmp_path), progress=False)
+        ingest_worker_conversation(client, one, RunFolder("f", root=tmp_path), progress=False)
     (rec,) = [r for r in RunFolder("f", root=tmp_path).records("ingest.jsonl") if r.get("kind") == "session"]
     assert datetime.fromisoformat(rec["finished_at"]) >= before.replace(microsecond=0) + timedelta(seconds=1)

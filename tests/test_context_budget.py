@@ -7,15 +7,16 @@ import dataclasses
 
 import pytest
 
-from locomo_kit import adapter
-from locomo_kit.cli import CliError, _retrieval, build_parser
+from locomo_kit.cli import build_parser
+from locomo_kit.cli.common import CliError, retrieval_options
 from locomo_kit.dataset import get_conversation
-from locomo_kit.embedded import EmbeddedWorker
-from locomo_kit.ingest import ingest
+from locomo_kit.ingestion.worker import ingest_into_worker
 from locomo_kit.qa.answering import AnswerConfig, QARunner
 from locomo_kit.qa.context import approx_tokens, fit_budget
 from locomo_kit.runs import RunFolder
-from locomo_kit.worker_client import Observation, WorkerClient
+from locomo_kit.worker import transcript
+from locomo_kit.worker.client import Observation, WorkerClient
+from locomo_kit.worker.embedded import EmbeddedWorker
 
 
 def obs(oid: int, text: str) -> Observation:
@@ -38,14 +39,14 @@ def test_the_library_reads_top_k_and_budget_as_the_cli_does():
 
 
 def test_auto_says_what_it_chose(monkeypatch, capsys):
-    from locomo_kit.cli import _say_auto
+    from locomo_kit.cli.common import say_auto
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    _say_auto("answer", "auto")
-    _say_auto("answer", "extractive")  # only auto is announced
-    _say_auto("judge", "auto")
+    say_auto("answer", "auto")
+    say_auto("answer", "extractive")  # only auto is announced
+    say_auto("judge", "auto")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
-    _say_auto("judge", "auto")
+    say_auto("judge", "auto")
     assert capsys.readouterr().out.splitlines() == [
         "answer model: auto → extractive (ANTHROPIC_API_KEY is not set)",
         "judge model: auto → no judge (F1 only) (ANTHROPIC_API_KEY is not set)",
@@ -53,12 +54,12 @@ def test_auto_says_what_it_chose(monkeypatch, capsys):
 
 
 def test_budget_is_the_default_and_top_k_alone_means_top_k():
-    assert _retrieval(ns()) == (100, 1000)
-    assert _retrieval(ns(top_k=8)) == (8, None)
-    assert _retrieval(ns(context_budget=500)) == (100, 500)
-    assert _retrieval(ns(context_budget=500, top_k=5)) == (5, 500)
+    assert retrieval_options(ns()) == (100, 1000)
+    assert retrieval_options(ns(top_k=8)) == (8, None)
+    assert retrieval_options(ns(context_budget=500)) == (100, 500)
+    assert retrieval_options(ns(context_budget=500, top_k=5)) == (5, 500)
     with pytest.raises(CliError, match="positive"):
-        _retrieval(ns(context_budget=0))
+        retrieval_options(ns(context_budget=0))
     args = build_parser().parse_args(["answer", "--context-budget", "750"])
     assert args.context_budget == 750 and args.top_k is None
 
@@ -83,12 +84,23 @@ def test_answers_within_budget_from_memworker(tmp_path, dataset):
              and all(int(e[1:].split(":")[0]) <= 2 for e in q.evidence)][:4]
     assert asked
     with EmbeddedWorker(tmp_path / "mw.db", embedder="hashing") as url, WorkerClient(url, token="") as client:
-        ingest(client, [conv], RunFolder("r", root=tmp_path), mode="transcript", poll_interval=0.2, progress=False)
+        ingest_into_worker(client, [conv], RunFolder("r", root=tmp_path), mode="transcript", poll_interval=0.2, progress=False)
         runner = QARunner(AnswerConfig(top_k=100, context_budget=300), client=client)
         records = [runner.answer_one(conv, q) for q in asked]
-        raw = client.search(asked[0].question, adapter.project_name(conv.sample_id), limit=100)
+        raw = client.search(asked[0].question, transcript.project_name(conv.sample_id), limit=100)
     for rec in records:
         assert rec.status == "ok" and rec.context_budget == 300 and rec.retrieved
         assert sum(approx_tokens(r["content"]) for r in rec.retrieved) <= 300 < rec.context_tokens + 300
         assert all(r["source_turns"] for r in rec.retrieved)
     assert len(raw.observations) > len(records[0].retrieved)  # without the budget: more results
+
+
+def test_llm_base_url_means_the_answerers_server_only(capsys):
+    """`--llm-base-url` is the answerer's server; `score` has none, so it says to use --judge-base-url."""
+    from locomo_kit.cli import main
+
+    assert main(["score", "--sample", "conv-26", "--llm-base-url", "http://127.0.0.1:9/v1"]) == 1
+    err = capsys.readouterr().err
+    assert "--judge-base-url" in err and "answerer" in err
+    args = build_parser().parse_args(["answer", "--llm-base-url", "http://127.0.0.1:9/v1"])
+    assert args.answer_base_url == "http://127.0.0.1:9/v1"

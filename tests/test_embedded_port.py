@@ -6,15 +6,15 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from locomo_kit import embedded
-from locomo_kit.embedded import EmbeddedWorker
-from locomo_kit.worker_client import WorkerClient
+from locomo_kit.worker import embedded
+from locomo_kit.worker.client import WorkerClient
+from locomo_kit.worker.embedded import EmbeddedWorker
 
 
 class _OtherWorker(BaseHTTPRequestHandler):
     """A Worker that is not ours (another test's claude-mem, say): ready, healthy, another pid."""
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         body = {"status": "ready"} if self.path.startswith("/api/readiness") else \
             {"status": "ok", "name": "claude-mem", "version": "13.25.3", "pid": 1}
         data = json.dumps(body).encode()

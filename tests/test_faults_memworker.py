@@ -18,10 +18,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from faults import fill, small_filesystem, start_memworker, stop, wait_ready
 from helpers import TRANSCRIPT, drain, memworker_app, wait_until
-from locomo_kit.embedded import free_port
+
+from locomo_kit.worker.embedded import free_port
 
 DISK_FULL = sqlite3.OperationalError("database or disk is full")
 
@@ -328,7 +328,7 @@ def test_a_chunk_deduplicates_like_one_memory_at_a_time(tmp_path):
         return (v / np.linalg.norm(v)).astype(np.float32)
 
     base = [unit(rng.normal(size=32)) for _ in range(6)]
-    near = lambda v, eps: unit(v + eps * unit(rng.normal(size=32)))  # noqa: E731
+    near = lambda v, eps: unit(v + eps * unit(rng.normal(size=32)))
     stored = base[:3]
     chunk = [near(base[0], 0.1), base[3], near(base[3], 0.1), near(base[4], 2.0), base[4], near(base[4], 0.05),
              near(base[1], 0.3), base[5], near(base[2], 0.05)]

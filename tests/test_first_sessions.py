@@ -13,9 +13,16 @@ from pathlib import Path
 import pytest
 
 from locomo_kit.cli import main
-from locomo_kit.dataset import first_sessions, get_conversation, partial_note, questions, select, split_sessions, \
-    with_sessions
-from locomo_kit.embedded import EmbeddedWorker
+from locomo_kit.dataset import (
+    first_sessions,
+    get_conversation,
+    partial_note,
+    questions,
+    select,
+    split_sessions,
+    with_sessions,
+)
+from locomo_kit.worker.embedded import EmbeddedWorker
 
 
 @pytest.fixture()

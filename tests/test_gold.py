@@ -7,9 +7,9 @@ import re
 from collections import Counter
 
 import pytest
-
 from claude_mem_standin import serve
 from llm_standins import Script, openai_app, openai_completion
+
 from locomo_kit.cli import main
 from locomo_kit.data_fetch import AUDIT_SHA256, DataFetchError, fetch_audit, sha256_file
 from locomo_kit.runs import RunFolder

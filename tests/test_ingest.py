@@ -12,18 +12,19 @@ import time
 from collections import Counter
 
 import pytest
+from claude_mem_standin import create_standin, serve
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 
-from claude_mem_standin import create_standin, serve
-from locomo_kit import adapter
 from locomo_kit.cli import main
 from locomo_kit.dataset import get_conversation
-from locomo_kit.embedded import EmbeddedWorker, free_port
-from locomo_kit.ingest import format_verification, ingest_conversation, verify
-from locomo_kit.pipeline import run_ingest
+from locomo_kit.ingestion.verify import format_verification, verify_worker_project
+from locomo_kit.ingestion.worker import ingest_worker_conversation
+from locomo_kit.pipeline.stages import run_ingest
 from locomo_kit.runs import RunFolder
-from locomo_kit.worker_client import WorkerClient
+from locomo_kit.worker import transcript
+from locomo_kit.worker.client import WorkerClient
+from locomo_kit.worker.embedded import EmbeddedWorker, free_port
 
 
 @pytest.fixture(autouse=True)
@@ -40,9 +41,9 @@ def conv26(dataset):
 
 def test_adapter_ids_and_transcript(conv26):
     s = conv26.sessions[0]
-    assert adapter.content_session_id("conv-26", 1) == "locomo-conv-26-s1"
-    assert adapter.project_name("conv-26") == "locomo-eval-conv-26"
-    call = adapter.read_tool_call(conv26, s)
+    assert transcript.content_session_id("conv-26", 1) == "locomo-conv-26-s1"
+    assert transcript.project_name("conv-26") == "locomo-eval-conv-26"
+    call = transcript.read_tool_call(conv26, s)
     assert call["tool_name"] == "Read" and call["tool_input"] == {"file_path": "conversation-transcript/session-1.txt"}
     lines = call["tool_response"].splitlines()
     assert lines[0] == "[Session 1 — 1:56 pm on 8 May, 2023]"
@@ -50,8 +51,8 @@ def test_adapter_ids_and_transcript(conv26):
     assert lines[2] == "[D1:1] Caroline: Hey Mel! Good to see you! How have you been?"
     assert len(lines) == 2 + len(s.turns)
     image = next(t for t in conv26.turns if t.image_caption)
-    assert adapter.render_turn(image).endswith(f"[shares an image: {image.image_caption}]")
-    assert adapter.init_prompt(conv26, s) == "Conversation between Caroline and Melanie on 1:56 pm on 8 May, 2023"
+    assert transcript.render_turn(image).endswith(f"[shares an image: {image.image_caption}]")
+    assert transcript.init_prompt(conv26, s) == "Conversation between Caroline and Melanie on 1:56 pm on 8 May, 2023"
 
 
 def test_every_locomo_turn_renders_as_one_line_that_memworker_attributes(dataset):
@@ -60,7 +61,7 @@ def test_every_locomo_turn_renders_as_one_line_that_memworker_attributes(dataset
 
     for conv in dataset:
         for s in conv.sessions:
-            parsed = parse_transcript(adapter.render_transcript(conv, s))
+            parsed = parse_transcript(transcript.render_transcript(conv, s))
             assert [(t.turn_id, t.speaker) for t in parsed.turns] == [(t.dia_id, t.speaker) for t in s.turns]
 
 
@@ -79,7 +80,7 @@ def test_embedded_ingest_verify_and_resume(conv26):
     again_run, again = run_ingest("conv-26", "embedded", "transcript")
     assert again_run.path == run.path and again.results == [] and again.skipped == 19
     with EmbeddedWorker(run.path / "memworker.db", embedder="hashing") as url, WorkerClient(url, token="") as c:
-        report = verify(c, conv26)
+        report = verify_worker_project(c, conv26)
     assert report["observations"] == sum(r.observations for r in summary.ingested)
     assert [p["category"] for p in report["probes"]] == ["single-hop", "multi-hop", "temporal"]
     assert all(1 <= len(p["results"]) <= 3 for p in report["probes"])
@@ -114,9 +115,9 @@ def test_killed_ingestion_resumes_without_duplicates(tmp_path, conv26):
 def test_force_forgets_and_reingests(tmp_path, conv26):
     run = RunFolder("force")
     with EmbeddedWorker(tmp_path / "mw.db", embedder="hashing") as url, WorkerClient(url, token="") as c:
-        one = ingest_conversation(c, conv26, run, poll_interval=0.1)
+        one = ingest_worker_conversation(c, conv26, run, poll_interval=0.1)
         n = len(c.list_observations("locomo-eval-conv-26"))
-        two = ingest_conversation(c, conv26, run, poll_interval=0.1, force=True)
+        two = ingest_worker_conversation(c, conv26, run, poll_interval=0.1, force=True)
         assert len(two.ingested) == 19 and len(c.list_observations("locomo-eval-conv-26")) == n
     assert len(one.ingested) == 19
     kinds = [json.loads(l)["kind"] for l in (run.path / "ingest.jsonl").read_text().splitlines()]
@@ -126,10 +127,10 @@ def test_force_forgets_and_reingests(tmp_path, conv26):
 def test_turns_mode_is_idempotent(tmp_path, conv26):
     run = RunFolder("turns")
     with EmbeddedWorker(tmp_path / "mw.db", embedder="hashing") as url, WorkerClient(url, token="") as c:
-        summary = ingest_conversation(c, conv26, run, mode="turns")
+        summary = ingest_worker_conversation(c, conv26, run, mode="turns")
         assert sum(r.observations for r in summary.ingested) == len(conv26.turns)
         (run.path / "ingest.jsonl").unlink()  # as if the checkpoint were lost mid-way
-        ingest_conversation(c, conv26, run, mode="turns")
+        ingest_worker_conversation(c, conv26, run, mode="turns")
         obs = c.list_observations("locomo-eval-conv-26")
     assert len(obs) == len(conv26.turns)
     assert obs[0].source_turns == ["D1:1"] and obs[0].title == "locomo-conv-26-D1:1"
@@ -262,7 +263,7 @@ def test_progress_of_a_finished_conversation_counts_its_sessions_as_done(tmp_pat
     for s in conv.sessions:
         run.append("ingest.jsonl", {"kind": "session", "sample_id": conv.sample_id, "session": s.number,
                                     "mode": "transcript", "status": "ok", "observations": 3})
-    summary = ingest_conversation(None, conv, run, progress=True)  # no Worker: nothing may be sent
+    summary = ingest_worker_conversation(None, conv, run, progress=True)  # no Worker: nothing may be sent
     assert summary.results == [] and summary.skipped == len(conv.sessions)
     err = capsys.readouterr().err
     assert f"{len(conv.sessions)}/{len(conv.sessions)}" in err and "0/0" not in err

@@ -7,20 +7,20 @@ import math
 import statistics
 
 import pytest
-
 from claude_mem_standin import serve
 from llm_standins import Script, anthropic_app, anthropic_message, openai_app, openai_completion
+
 from locomo_kit.llm import ScriptedLLM
-from locomo_kit.llm.execute import CallSettings
 from locomo_kit.llm.anthropic_llm import AnthropicLLM
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.llm.openai_llm import OpenAICompatibleLLM
 from locomo_kit.runs import RunFolder
+from locomo_kit.runs.records import load_judgements
 from locomo_kit.scoring.judge import (
     PLAYBOOK_SYSTEM,
     Judge,
     aggregate_runs,
     judge_answers,
-    load_judgements,
     mem0_j_by_run,
     parse_mem0,
     parse_playbook,

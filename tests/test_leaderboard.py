@@ -9,9 +9,9 @@ import socket
 import pytest
 
 from locomo_kit.cli import main
-from locomo_kit.compare import compare
-from locomo_kit.leaderboard import QUOTED, LeaderboardError, parse_systems
-from locomo_kit.report.aggregate import summarize_run
+from locomo_kit.pipeline.leaderboard import QUOTED, LeaderboardError, parse_systems
+from locomo_kit.reports.comparison import compare
+from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder
 
 FAST = "memworker,bm25,dense"

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import pytest
-
 from claude_mem_standin import serve
-from llm_standins import OVERLOADED, RATE_LIMITED, Script, anthropic_app, anthropic_message, openai_app, openai_completion
+from llm_standins import (
+    OVERLOADED,
+    RATE_LIMITED,
+    Script,
+    anthropic_app,
+    anthropic_message,
+    openai_app,
+    openai_completion,
+)
+
 from locomo_kit.llm import CachedLLM, CompletionCache, LLMConfigError, LLMError, make_llm, resolve_auto
 from locomo_kit.llm.anthropic_llm import AnthropicLLM
 from locomo_kit.llm.openai_llm import OpenAICompatibleLLM

@@ -9,10 +9,10 @@ import time
 
 import httpx
 import pytest
-
 from faults import fill, small_filesystem, start_memworker, stop, wait_ready
 from helpers import TRANSCRIPT, drain, memworker_app
-from locomo_kit.embedded import free_port
+
+from locomo_kit.worker.embedded import free_port
 
 BIG = 2**63
 

@@ -7,6 +7,7 @@ import json
 from claude_mem_standin import serve
 from helpers import TRANSCRIPT, drain, memworker_app
 from llm_standins import Script, openai_app, openai_completion
+
 from memworker.__main__ import build_parser
 
 

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-
 from helpers import drain, memworker_app
+
 from memworker.retrieval import ProjectIndex, RetrievalParams, approx_tokens, query_months, terms
 
 TRANSCRIPT = (

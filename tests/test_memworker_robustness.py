@@ -13,9 +13,9 @@ from collections import Counter
 
 import httpx
 import pytest
-
 from helpers import TRANSCRIPT, drain, memworker_app, wait_until
-from locomo_kit.embedded import free_port
+
+from locomo_kit.worker.embedded import free_port
 
 
 @pytest.fixture()
@@ -134,8 +134,8 @@ def _ready(url):
 
 def test_sigkill_mid_queue_loses_nothing_and_duplicates_nothing(tmp_path, dataset):
     """Queue 19 sessions, SIGKILL the Worker while it works, restart it on the same database."""
-    from locomo_kit import adapter
     from locomo_kit.dataset import get_conversation
+    from locomo_kit.worker import transcript
 
     conv = get_conversation(dataset, "conv-26")
     db, port = tmp_path / "mw.db", free_port()
@@ -146,9 +146,9 @@ def test_sigkill_mid_queue_loses_nothing_and_duplicates_nothing(tmp_path, datase
         acknowledged = 0
         with httpx.Client(base_url=url, timeout=30) as c:
             for s in conv.sessions:
-                sid = adapter.content_session_id(conv.sample_id, s.number)
+                sid = transcript.content_session_id(conv.sample_id, s.number)
                 c.post("/api/sessions/init", json={"contentSessionId": sid, "project": "p"})
-                r = c.post("/api/sessions/observations", json={"contentSessionId": sid, **adapter.read_tool_call(conv, s)})
+                r = c.post("/api/sessions/observations", json={"contentSessionId": sid, **transcript.read_tool_call(conv, s)})
                 assert r.json()["status"] == "queued"
                 acknowledged += 1
             wait_until(lambda: c.get("/api/processing-status").json()["done"] >= 2, timeout=60, interval=0.01)

@@ -11,16 +11,16 @@ import pytest
 import locomo_kit
 from locomo_kit.cli import main
 from locomo_kit.llm import ScriptedLLM
-from locomo_kit.report import figures
+from locomo_kit.reports import figures
 
 
 def test_public_api():
     for name in ("load", "ingest", "answer", "score", "judge", "report", "compare", "export"):
         assert name in locomo_kit.__all__ and callable(getattr(locomo_kit, name))
-    importlib.import_module("locomo_kit.report.markdown")  # a submodule import must not hide the function
+    importlib.import_module("locomo_kit.reports.markdown")  # a submodule import must not hide the function
 
-    importlib.import_module("locomo_kit.compare")
-    assert all(callable(f) for f in (locomo_kit.report, locomo_kit.ingest, locomo_kit.export, locomo_kit.compare))
+    importlib.import_module("locomo_kit.reports.comparison")
+    assert all(callable(f) for f in (locomo_kit.reports, locomo_kit.ingestion.worker, locomo_kit.reports.export_rows, locomo_kit.reports.comparison))
 
 
 def test_progress_bars_have_their_widgets():
@@ -78,10 +78,10 @@ def test_export_without_a_run_is_a_clear_error(judged_run, capsys):
 
 
 def test_category_figure_has_intervals_and_names_the_judge(judged_run, monkeypatch, tmp_path):
-    from locomo_kit.report.aggregate import summarize_run
+    from locomo_kit.reports.summary import summarize_run
 
     shown = {}
-    monkeypatch.setattr(figures, "_save", lambda fig, path: shown.setdefault("fig", fig) and path)
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path, **kw: shown.setdefault("fig", fig) and path)
     figures.categories_vs_baselines(summarize_run(judged_run), tmp_path / "c.png")
     ax = shown["fig"].axes[0]
     assert any(type(c).__name__ == "ErrorbarContainer" for c in ax.containers)

@@ -8,17 +8,18 @@ import json
 import re
 
 import pytest
-
 from anthropic_standin import AnthropicStandin, running
+
 from locomo_kit.costs import plan, prompt_tokens
 from locomo_kit.llm import CachedLLM, CompletionCache
 from locomo_kit.llm.anthropic_llm import AnthropicLLM
 from locomo_kit.llm.base import LLMRequest
 from locomo_kit.llm.execute import CallSettings, PreflightError, SpendRefused, execute, preflight
-from locomo_kit.llm.pending import pending_calls
 from locomo_kit.llm.pool import Throttle
+from locomo_kit.reports.pending import pending_calls
 from locomo_kit.runs import RunFolder
-from locomo_kit.scoring.judge import PLAYBOOK_VERSION, Judge, judge_answers, load_judgements
+from locomo_kit.runs.records import load_judgements
+from locomo_kit.scoring.judge import PLAYBOOK_VERSION, Judge, judge_answers
 
 QUIET = {"log": lambda line: None, "progress": False}
 
@@ -193,6 +194,7 @@ def test_cli_routes_answerer_and_judge_apart_and_exits_non_zero_while_calls_fail
     judge's server is down: exit 1, the report says so at its top; a rerun retries and exits 0."""
     from claude_mem_standin import serve
     from llm_standins import Script, openai_app, openai_completion
+
     from locomo_kit.cli import main
 
     monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path))

@@ -8,13 +8,14 @@ import pytest
 
 from locomo_kit.dataset import get_conversation, questions
 from locomo_kit.llm import LLMError, ScriptedLLM
-from locomo_kit.pipeline import run_answer, run_ingest, run_score
-from locomo_kit.qa.answering import AnswerConfig, QARunner, load_answers
+from locomo_kit.pipeline.stages import run_answer, run_ingest, run_score
+from locomo_kit.qa.answering import AnswerConfig, QARunner
 from locomo_kit.qa.context import format_context
 from locomo_kit.qa.extractive import LABEL, ExtractiveAnswerer
 from locomo_kit.runs import RunFolder
+from locomo_kit.runs.records import load_answers
 from locomo_kit.scoring.diagnostics import answer_in_context, evidence_coverage
-from locomo_kit.worker_client import Observation
+from locomo_kit.worker.client import Observation
 
 
 @pytest.fixture(autouse=True)

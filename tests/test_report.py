@@ -12,8 +12,8 @@ import pytest
 
 from locomo_kit.cli import main
 from locomo_kit.llm import ScriptedLLM
-from locomo_kit.pipeline import run_judge, run_report
-from locomo_kit.report import baselines
+from locomo_kit.pipeline.stages import run_judge, run_report
+from locomo_kit.reports import baselines
 from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.locomo_f1 import locomo_f1
 from locomo_kit.scoring.mem0_f1 import mem0_f1

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from locomo_kit.compare import compare, write_comparison
 from locomo_kit.llm import ScriptedLLM
-from locomo_kit.pipeline import load, run_judge, run_report
-from locomo_kit.report.html import Rendered, render_markdown, render_page
-from locomo_kit.report.questions import question_rows
+from locomo_kit.pipeline.stages import load, run_judge, run_report
+from locomo_kit.reports.comparison import compare, write_comparison
+from locomo_kit.reports.html import Rendered, render_markdown, render_page
+from locomo_kit.reports.questions import question_rows
 from locomo_kit.runs import RunFolder
 
 
@@ -170,7 +170,7 @@ def test_compare_writes_compare_html(report_runs, tmp_path):
 def test_the_page_assets_ship_with_the_package(name):
     from importlib.resources import files
 
-    assert files("locomo_kit.report").joinpath("templates", name).is_file()
+    assert files("locomo_kit.reports").joinpath("templates", name).is_file()
 
 
 def test_the_inline_style_and_script_are_the_files_verbatim(report_runs):
@@ -179,5 +179,5 @@ def test_the_inline_style_and_script_are_the_files_verbatim(report_runs):
 
     html = (report_runs.default.path / "report.html").read_text(encoding="utf-8")
     for name in ("report.css", "explorer.js"):
-        text = files("locomo_kit.report").joinpath("templates", name).read_text(encoding="utf-8")
+        text = files("locomo_kit.reports").joinpath("templates", name).read_text(encoding="utf-8")
         assert text.strip() in html, name

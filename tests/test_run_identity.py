@@ -12,12 +12,12 @@ import re
 from pathlib import Path
 
 import pytest
-
 from claude_mem_standin import serve
 from llm_standins import Script, anthropic_app
-from locomo_kit import embedded
+
 from locomo_kit.cli import main
-from locomo_kit.embedded import EmbeddedWorker
+from locomo_kit.worker import embedded
+from locomo_kit.worker.embedded import EmbeddedWorker
 
 
 @pytest.fixture(autouse=True)
@@ -192,7 +192,7 @@ def test_full_context_without_an_llm_is_a_one_line_error(capsys):
 
 
 def test_library_checks_ranges_too():
-    from locomo_kit.pipeline import run_config
+    from locomo_kit.pipeline.stages import run_config
 
     with pytest.raises(ValueError, match="top_k must be an integer from 1 to 100"):
         run_config("conv-30", top_k=0)
@@ -202,7 +202,7 @@ def test_money_is_spent_only_when_asked(monkeypatch, capsys):
     """With a key set, the defaults of `answer`, `score` and the library stay offline."""
     import inspect
 
-    from locomo_kit import pipeline
+    from locomo_kit.pipeline import stages as pipeline
 
     script = Script([(500, {})])
     with serve(anthropic_app(script)) as url:
@@ -218,7 +218,7 @@ def test_money_is_spent_only_when_asked(monkeypatch, capsys):
 
 
 def test_where_a_worker_runs_is_not_part_of_its_identity():
-    from locomo_kit.worker_identity import identity_changes, worker_identity
+    from locomo_kit.worker.identity import identity_changes, worker_identity
 
     a = worker_identity("embedded", "http://127.0.0.1:1", {"name": "memworker", "version": "1",
                         "settings": {"port": 1, "parent_pid": 10, "db_path": "/a", "w_recency": 0.2}})

@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 import pytest
+from variants import prediction_variants
 
 from locomo_kit.dataset import all_questions
 from locomo_kit.scoring import (
@@ -29,7 +30,6 @@ from locomo_kit.scoring import (
     token_f1,
     wilson_ci,
 )
-from variants import prediction_variants
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import TRANSCRIPT, drain, memworker_app
-from locomo_kit.embedded import free_port
+
+from locomo_kit.worker.embedded import free_port
 
 
 def _luhn_digit(digits: str) -> str:

@@ -13,8 +13,7 @@ import pytest
 
 from locomo_kit.cli import main
 from locomo_kit.runs import RunFolder
-from locomo_kit.scoring.session_recall import (chance_hit, chance_recall, ranked_sessions, session_recall,
-                                               session_sets)
+from locomo_kit.scoring.session_recall import chance_hit, chance_recall, ranked_sessions, session_recall, session_sets
 
 WORDS = "apple river candle violin garden rocket pepper marble window cactus lantern meadow tiger copper island".split()
 TURNS = {f"D{s}:{t}": f"{WORDS[(s - 1) * 3 + t - 1]} {WORDS[(s * 3 + t) % 15]}x{s}{t} story" for s in range(1, 6)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from claude_mem_standin import serve
 from llm_standins import SlowServer
+
 from locomo_kit.costs import plan
 from locomo_kit.dataset import questions
 from locomo_kit.llm.base import LLMRequest

@@ -4,8 +4,8 @@ in turns mode (memory/save: no compressor needed). Without npm it skips and says
 from __future__ import annotations
 
 import pytest
-
 from claude_mem_peer import real_worker, require_release
+
 from locomo_kit.systems import create
 from locomo_kit.testing.system_contract import SystemContract
 

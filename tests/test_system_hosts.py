@@ -14,8 +14,14 @@ from pathlib import Path
 import pytest
 
 from locomo_kit.systems.base import MemorySystemError, SystemUnavailable
-from locomo_kit.systems.environments import (EnvironmentBuildError, EnvironmentSpec, ensure_environment, env_dir,
-                                             env_python, is_built)
+from locomo_kit.systems.environments import (
+    EnvironmentBuildError,
+    EnvironmentSpec,
+    ensure_environment,
+    env_dir,
+    env_python,
+    is_built,
+)
 from locomo_kit.systems.host_process import HOSTS_DIR, SystemHost, SystemHostError
 from locomo_kit.systems.peer_host import call
 

@@ -105,7 +105,7 @@ def test_the_registry_imports_a_system_only_when_asked():
     import subprocess
     import sys
 
-    code = ("import sys, locomo_kit, locomo_kit.pipeline, locomo_kit.cli; "
+    code = ("import sys, locomo_kit, locomo_kit.pipeline.stages, locomo_kit.cli; "
             "assert 'bm25s' not in sys.modules and 'locomo_kit.systems.dense' not in sys.modules; "
             "from locomo_kit.systems import resolve; resolve('bm25'); assert 'locomo_kit.systems.bm25' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -113,7 +113,7 @@ def test_the_registry_imports_a_system_only_when_asked():
 
 def test_an_ingestion_is_reused_only_while_the_system_holds_it(tmp_path, capsys):
     import locomo_kit as lk
-    from locomo_kit.worker_identity import WorkerMismatch
+    from locomo_kit.worker.identity import WorkerMismatch
 
     folder, summary = lk.ingest("conv-30", system="bm25")
     assert summary.succeeded and len(summary.ingested) == 19

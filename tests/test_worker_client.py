@@ -6,10 +6,9 @@ import json
 
 import httpx
 import pytest
-
 from claude_mem_standin import create_standin, serve
-from locomo_kit.embedded import EmbeddedWorker, free_port
-from locomo_kit.worker_client import (
+
+from locomo_kit.worker.client import (
     WorkerAuthError,
     WorkerClient,
     WorkerNotFound,
@@ -20,6 +19,7 @@ from locomo_kit.worker_client import (
     WorkerUnavailable,
     WorkerValidationError,
 )
+from locomo_kit.worker.embedded import EmbeddedWorker, free_port
 
 ROW = {"id": 7, "memory_session_id": "m", "project": "p", "type": "discovery", "title": "t", "subtitle": "",
        "narrative": "Caroline went hiking", "text": None, "facts": '["fact one"]', "concepts": "[]",

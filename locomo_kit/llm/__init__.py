@@ -10,9 +10,11 @@ import difflib
 import os
 from pathlib import Path
 
+from locomo_kit.llm.anthropic_llm import AnthropicLLM
 from locomo_kit.llm.base import LLM, Completion, LLMConfigError, LLMError, RetryableError, with_retries
 from locomo_kit.llm.cache import CachedLLM, CompletionCache
 from locomo_kit.llm.fake import ScriptedLLM
+from locomo_kit.llm.openai_llm import OpenAICompatibleLLM
 
 PROVIDERS = ("anthropic", "openai", "extractive", "auto")
 DEFAULT_ANSWER_MODEL = "anthropic/claude-opus-4-6"
@@ -36,15 +38,12 @@ def make_llm(spec: str, base_url: str | None = None, cache_path: str | Path | No
         hint = f" Did you mean '{close[0]}/…'?" if close else ""
         raise LLMConfigError(f"Unknown model '{spec}': use anthropic/<model>, openai/<model>, extractive or auto.{hint}")
     if provider == "anthropic":
-        from locomo_kit.llm.anthropic_llm import AnthropicLLM
-
         llm: LLM = AnthropicLLM(model, base_url=base_url, **kwargs)
     else:
-        from locomo_kit.llm.openai_llm import OpenAICompatibleLLM
-
         llm = OpenAICompatibleLLM(model, base_url=base_url, **kwargs)
     return CachedLLM(llm, CompletionCache(cache_path)) if cache_path else llm
 
 
-__all__ = ["LLM", "CachedLLM", "Completion", "CompletionCache", "LLMConfigError", "LLMError", "RetryableError",
-           "ScriptedLLM", "make_llm", "resolve_auto", "with_retries", "DEFAULT_ANSWER_MODEL", "DEFAULT_JUDGE_MODEL"]
+__all__ = ["DEFAULT_ANSWER_MODEL", "DEFAULT_JUDGE_MODEL", "LLM", "PROVIDERS", "AnthropicLLM", "CachedLLM", "Completion",
+           "CompletionCache", "LLMConfigError", "LLMError", "OpenAICompatibleLLM", "RetryableError", "ScriptedLLM",
+           "make_llm", "resolve_auto", "with_retries"]

@@ -17,7 +17,15 @@ import time
 import warnings
 from typing import Sequence
 
-from locomo_kit.llm.base import Completion, LLMConfigError, LLMError, LLMRequest, RequestRejected, RetryableError, with_retries
+from locomo_kit.llm.base import (
+    Completion,
+    LLMConfigError,
+    LLMError,
+    LLMRequest,
+    RequestRejected,
+    RetryableError,
+    with_retries,
+)
 
 LEGACY_API_VERSION = "2023-06-01"
 DEFAULT_TIMEOUT = 120.0
@@ -30,7 +38,7 @@ class AnthropicLLM:
                  api_version: str | None = None, retries: int = 5, timeout: float | None = None, sleep=time.sleep,
                  sdk_retries: int = 4) -> None:
         try:
-            import anthropic
+            import anthropic  # deferred: the SDK loads only when this provider is used
         except ImportError as exc:
             raise LLMConfigError("The anthropic provider needs the SDK: pip install anthropic==2.14.0") from exc
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")

@@ -18,6 +18,7 @@ from typing import Callable
 from tqdm.auto import tqdm
 
 from locomo_kit.llm.base import Completion, LLMConfigError, LLMRequest
+from locomo_kit.progress import tqdm_disable
 from locomo_kit.runs import RunFolder, utc_now
 
 BATCHES_FILE = "batches.jsonl"
@@ -109,11 +110,10 @@ def _retryable(error: str) -> bool:
 def _collect(llm, batch_id: str, todo: dict[str, LLMRequest], store, run: RunFolder, poll_interval: float, log,
              progress: bool | None, sleep) -> tuple[dict[str, Completion], dict[str, str]]:
     """Poll ``batch_id`` until it ends (progress from its request counts), then match its results."""
-    from locomo_kit.llm.pool import progress_disabled
 
     batch = llm.batches.retrieve(batch_id)
     total = sum(batch.request_counts.model_dump().values())
-    bar = tqdm(total=total, desc=f"batch {batch_id[-8:]}", unit="req", disable=progress_disabled(progress))
+    bar = tqdm(total=total, desc=f"batch {batch_id[-8:]}", unit="req", disable=tqdm_disable(progress))
     start = last_line = time.monotonic()
     while batch.processing_status != "ended":
         counts = batch.request_counts

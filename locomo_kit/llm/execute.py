@@ -22,11 +22,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from locomo_kit.costs import plan as make_plan, prompt_tokens
+from locomo_kit.costs import plan as make_plan
+from locomo_kit.costs import prompt_tokens
+from locomo_kit.llm import servers
 from locomo_kit.llm.base import LLM, Completion, LLMConfigError, LLMError, LLMRequest, RequestRejected, with_retries
+from locomo_kit.llm.batches import run_batches
 from locomo_kit.llm.cache import CachedLLM, request_key
 from locomo_kit.llm.pool import CallOutcome, PoolSettings, run_pool
-from locomo_kit.llm import servers
 
 DEFAULT_CONCURRENCY = 16
 
@@ -104,7 +106,7 @@ def pool_settings(llm: LLM, settings: CallSettings) -> PoolSettings:
     pool = settings.pool()
     if is_local(llm):
         base, _ = unwrap(llm)
-        url = base.base_url  # type: ignore[attr-defined]
+        url = base.base_url
         pool.local = True
         pool.slots = servers.reported_slots(url)
         # the server may need longer than the call was given (that is why it timed out): wait long for it
@@ -176,7 +178,7 @@ def execute(llm: LLM, requests: list[LLMRequest], on_result: Callable[[CallOutco
     pool = None if settings.batch else pool_settings(llm, settings)
     if pool is not None and pool.local:
         slots = f"it reports {pool.slots} slot(s)" if pool.slots else "it reports no slots"
-        log(f"{stage}: {base.base_url} is a local server ({slots}): {pool.slots or 1} call(s) in flight at first, "  # type: ignore[attr-defined]
+        log(f"{stage}: {base.base_url} is a local server ({slots}): {pool.slots or 1} call(s) in flight at first, "
             f"then as many as it serves without queueing (at most {min(settings.concurrency, pool.slots or 10**9)}); "
             f"{getattr(base, 'timeout', 0):.0f} s per call at most")
     if settings.max_cost is not None and (p.max_usd is None or p.max_usd > settings.max_cost):
@@ -204,8 +206,6 @@ def execute(llm: LLM, requests: list[LLMRequest], on_result: Callable[[CallOutco
             cache.put(key, completion)
 
     if settings.batch:
-        from locomo_kit.llm.batches import run_batches
-
         if run is None:
             raise ValueError("--batch needs a run folder to record the batch ids in")
         summary.batch_ids = run_batches(base, pending, run, stage, store, deliver, settings.poll_interval,

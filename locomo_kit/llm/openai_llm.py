@@ -23,7 +23,7 @@ class OpenAICompatibleLLM:
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, retries: int = 5,
                  timeout: float | None = None, sleep=time.sleep) -> None:
         try:
-            import openai
+            import openai  # deferred: the SDK loads only when this provider is used
         except ImportError as exc:
             raise LLMConfigError("The openai provider needs the SDK: pip install openai==3.57.0") from exc
         base_url = base_url or os.environ.get("OPENAI_BASE_URL")

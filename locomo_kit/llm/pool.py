@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from locomo_kit.llm.base import Completion, LLMConfigError, LLMError, LLMRequest, RetryableError, backoff_delay
+from locomo_kit.progress import stage_progress
 
 INITIAL_LIMIT = 4
 QUEUE_RATIO = 1.8  # latency over the uncontended one above which a call is taken to have queued
@@ -224,10 +225,9 @@ def run_pool(attempt: Callable[[LLMRequest], Completion], requests: Iterable[LLM
                 return
             try:
                 done.put(work(request))
-            except BaseException as exc:  # noqa: BLE001 - reported in the calling thread
+            except BaseException as exc:
                 done.put(CallOutcome(request, None, f"{type(exc).__name__}: {exc}", 0))
 
-    from locomo_kit.progress import stage_progress
 
     bar = stage_progress(len(requests), desc, "call", progress)
     threads = [threading.Thread(target=worker, name=f"llm-pool-{i}", daemon=True)
@@ -251,9 +251,3 @@ def run_pool(attempt: Callable[[LLMRequest], Completion], requests: Iterable[LLM
     finally:
         bar.close()
     return throttle
-
-
-def progress_disabled(progress: bool | None) -> bool | None:
-    from locomo_kit.ingest import progress_enabled
-
-    return progress_enabled() if progress is None else not progress

@@ -15,16 +15,15 @@ from typing import Any, Iterable
 
 from tqdm.auto import tqdm
 
-from locomo_kit import adapter
 from locomo_kit.dataset import Conversation, Question, questions
-from locomo_kit.ingest import progress_enabled
 from locomo_kit.llm import LLM, LLMError
 from locomo_kit.llm.base import LLMRequest
 from locomo_kit.llm.execute import CallSettings, execute
 from locomo_kit.llm.pool import CallOutcome
+from locomo_kit.progress import tqdm_disable
 from locomo_kit.qa.context import approx_tokens, fit_budget, format_context
 from locomo_kit.qa.extractive import ExtractiveAnswerer
-from locomo_kit.qa.retrieval import retrieve as retrieve_memories
+from locomo_kit.qa.oracle import evidence_memories
 from locomo_kit.qa.prompts import (
     ANSWER_PROMPT_VERSION,
     ANSWER_SYSTEM,
@@ -32,13 +31,14 @@ from locomo_kit.qa.prompts import (
     FULL_CONTEXT_SYSTEM,
     answer_user_prompt,
 )
-from locomo_kit.qa.oracle import evidence_memories
+from locomo_kit.qa.retrieval import retrieve as retrieve_memories
 from locomo_kit.runs import RunFolder, utc_now
+from locomo_kit.runs.records import ANSWERS_FILE
 from locomo_kit.systems.base import MemorySystem, MemorySystemError
 from locomo_kit.systems.runner import observation
-from locomo_kit.worker_client import Observation, WorkerClient, WorkerError
+from locomo_kit.worker import transcript
+from locomo_kit.worker.client import Observation, WorkerClient, WorkerError
 
-ANSWERS_FILE = "answers.jsonl"
 SOURCES = ("memory", "full-context", "oracle")
 ANSWER_MAX_TOKENS = 64
 ANSWER_OUTPUT_TOKENS = 16  # typical answer length, for the cost plan
@@ -126,7 +126,7 @@ def _retrieved(o: Observation) -> dict[str, Any]:
 
 
 def full_context(conv: Conversation) -> str:
-    return "\n\n".join(adapter.render_transcript(conv, s) for s in conv.sessions)
+    return "\n\n".join(transcript.render_transcript(conv, s) for s in conv.sessions)
 
 
 class QARunner:
@@ -170,7 +170,7 @@ class QARunner:
         if self.config.source == "memory":
             assert self.client is not None
             budget = self.config.context_budget
-            result = retrieve_memories(self.client, q.question, adapter.project_name(conv.sample_id),
+            result = retrieve_memories(self.client, q.question, transcript.project_name(conv.sample_id),
                                        self.config.top_k, self.config.query_strategy, context_budget=budget)
             memories = fit_budget(result.observations, budget)
             return memories, round(result.latency_ms, 3), format_context(memories)
@@ -221,7 +221,7 @@ class QARunner:
             run.append(ANSWERS_FILE, asdict(rec))
             records.append(rec)
 
-        disable = progress_enabled() if progress is None else not progress
+        disable = tqdm_disable(progress)
         if self.extractive:
             for conv, q in tqdm(todo, desc="answer", unit="q", disable=disable):
                 keep(self.answer_one(conv, q))
@@ -268,15 +268,3 @@ class QARunner:
 
         execute(self.llm, requests, on_result, stage="answering", settings=settings,
                 output_per_call=ANSWER_OUTPUT_TOKENS, run=run, already_done=skipped, log=log, progress=progress)
-
-
-def load_answers(run: RunFolder, config_key: str | None = None) -> list[dict]:
-    """The latest ``ok`` answer per question (for one configuration key, or the run's latest one)."""
-    recs = [r for r in run.records(ANSWERS_FILE) if r.get("status") == "ok"]
-    if config_key is None and recs:
-        config_key = recs[-1]["config_key"]
-    latest: dict[tuple[str, int], dict] = {}
-    for r in recs:
-        if r["config_key"] == config_key:
-            latest[(r["sample_id"], int(r["question_index"]))] = r
-    return [latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1]))]

@@ -17,7 +17,7 @@ import re
 from nltk.stem import PorterStemmer
 
 from locomo_kit.qa.prompts import is_temporal
-from locomo_kit.worker_client import Observation
+from locomo_kit.worker.client import Observation
 
 LABEL = "extractive (rule-based floor, no LLM; not comparable to LLM answerers)"
 _STEM = PorterStemmer()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from locomo_kit.dataset import Conversation, Question
 from locomo_kit.systems.turn_text import session_day, turn_line
-from locomo_kit.worker_client import Observation
+from locomo_kit.worker.client import Observation
 
 LABEL = "oracle: the question's gold evidence turns only (evidence recall 1 by construction; no memory system)"
 

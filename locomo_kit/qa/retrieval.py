@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from locomo_kit.qa.extractive import STOP
-from locomo_kit.worker_client import Observation, WorkerClient
+from locomo_kit.worker.client import Observation, WorkerClient
 
 STRATEGIES = ("question", "keywords")
 RRF_K = 60

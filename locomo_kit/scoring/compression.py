@@ -23,8 +23,10 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from locomo_kit.dataset import Conversation, Session, Turn, questions
+from locomo_kit.runs import ingestion_folder
 from locomo_kit.scoring.diagnostics import covered_by_text
 from locomo_kit.scoring.locomo_f1 import stemmed_tokens
+from locomo_kit.worker import transcript
 
 JUNK_SHARE = 0.10  # below this share of turns surviving, the compression is flagged as junk
 MANIFEST_KEY = "compression"
@@ -60,12 +62,11 @@ def sample_fidelity(conv: Conversation, contents: Sequence[str], sessions: dict[
 
 def measure(client, conversations: Iterable[Conversation], session_records: dict[str, dict[int, dict]]) -> dict:
     """The manifest record: per sample, :func:`sample_fidelity` over the project's observations now."""
-    from locomo_kit import adapter
 
     out = {"rule": "a turn survives when 80% of its stemmed words appear in one observation (as coverage)",
            "samples": {}}
     for conv in conversations:
-        contents = [o.content for o in client.iter_observations(adapter.project_name(conv.sample_id))]
+        contents = [o.content for o in client.iter_observations(transcript.project_name(conv.sample_id))]
         out["samples"][conv.sample_id] = sample_fidelity(conv, contents, session_records.get(conv.sample_id, {}))
     return out
 
@@ -116,7 +117,6 @@ def junk(sample: dict) -> bool:
 
 def compression_record(run) -> dict | None:
     """The compression record of the ingestion a run stands on (or of the folder itself)."""
-    from locomo_kit.runs import ingestion_folder
 
     m = run.manifest()
     if m.get(MANIFEST_KEY):
@@ -167,7 +167,7 @@ def _share(v: float | None) -> str:
 
 def section(run, analysis: dict) -> list[str]:
     """Section 5b of the report: fidelity per session, and where the wrong answers were lost
-    (``analysis``: :func:`locomo_kit.report.errors.analyse`)."""
+    (``analysis``: :func:`locomo_kit.reports.errors.analyse`)."""
     record = compression_record(run)
     if not record or not record.get("samples"):
         return []

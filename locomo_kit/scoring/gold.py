@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from locomo_kit.dataset import Conversation, normalize_evidence
+from locomo_kit.data_fetch import DataFetchError, fetch_audit
+from locomo_kit.dataset import Conversation, load_dataset, normalize_evidence
+from locomo_kit.paths import default_dataset_path
 
 GOLD_KEYS = ("original", "audited")
 GOLD_CHOICES = ("original", "audited", "both")
@@ -119,9 +121,6 @@ def ceilings(questions: Iterable[tuple[str, int, int]], audit: dict[tuple[str, i
 def audit_for(conversations: list[Conversation], dataset_path: str | Path | None = None,
               audit_path: str | Path | None = None) -> dict[tuple[str, int], AuditEntry]:
     """The audit entries of ``conversations``, fetching the pinned audit into ``data/`` if needed."""
-    from locomo_kit.data_fetch import DataFetchError, fetch_audit
-    from locomo_kit.dataset import load_dataset
-    from locomo_kit.paths import default_dataset_path
 
     try:
         path = Path(audit_path) if audit_path else fetch_audit()

@@ -4,7 +4,10 @@ records, resumption and cache) treats them like any answer, and reports can tell
 
 from __future__ import annotations
 
-from locomo_kit.scoring.gold import keys_for
+from locomo_kit.dataset import load_dataset
+from locomo_kit.paths import default_dataset_path
+from locomo_kit.scoring.calibration import build_calibration_set
+from locomo_kit.scoring.gold import audit_for, keys_for
 
 AUDITED_SUFFIX = "#gold=audited"
 
@@ -14,9 +17,6 @@ def audited_config_key(config_key: str) -> str:
 
 
 def _conversations(answers: list[dict], dataset_path: str | None):
-    from locomo_kit.dataset import load_dataset
-    from locomo_kit.paths import default_dataset_path
-
     samples = {a["sample_id"] for a in answers}
     return [c for c in load_dataset(dataset_path or default_dataset_path()) if c.sample_id in samples]
 
@@ -26,7 +26,6 @@ def audited_answers(answers: list[dict], gold: str, dataset_path: str | None = N
     audited key is asked for). Unchanged questions need no second judgement."""
     if "audited" not in keys_for(gold) or not answers:
         return []
-    from locomo_kit.scoring.gold import audit_for
 
     audit = audit_for(_conversations(answers, dataset_path), dataset_path)
     out = []
@@ -41,6 +40,5 @@ def calibration_answers(answers: list[dict], size: int, dataset_path: str | None
     """The calibration set of the answers' conversations as answer records (empty when ``size`` is 0)."""
     if size <= 0 or not answers:
         return []
-    from locomo_kit.scoring.calibration import build_calibration_set
 
     return [item.as_answer() for item in build_calibration_set(_conversations(answers, dataset_path), size)]

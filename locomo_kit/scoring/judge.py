@@ -37,9 +37,9 @@ from locomo_kit.llm.base import Completion, LLMRequest
 from locomo_kit.llm.execute import CallSettings, execute
 from locomo_kit.llm.pool import CallOutcome
 from locomo_kit.runs import RunFolder, utc_now
+from locomo_kit.runs.records import JUDGEMENTS_FILE, latest_judgements
 from locomo_kit.scoring.judge_prompts import STRICT_PROMPT, STRICT_VERSION
 
-JUDGEMENTS_FILE = "judgements.jsonl"
 PROTOCOLS = ("playbook", "mem0", "strict")
 BINARY_PROTOCOLS = ("mem0", "strict")
 MIN_OK_RUNS = 5
@@ -240,11 +240,6 @@ class Judge:
                 record["config_key"], self.runs)
 
 
-def _key_of(j: dict) -> tuple:
-    return (j["sample_id"], int(j["question_index"]), j["protocol"], j["judge_model"], j["prompt_version"],
-            j["answer_config_key"], j["n_runs"])
-
-
 def failed_runs(j: dict) -> list[dict]:
     """The calls of a stored judgement that failed (and are pending). Records written before failures
     were kept apart stored a failed call as a -1 run with an API error: those count as failed too."""
@@ -267,7 +262,7 @@ def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: b
     skipped; for a question with failed calls only those calls are made again."""
     if any(a.get("answerer") == judge.model for a in answers):  # the report's banner says so too
         log(f"WARNING: the judge {judge.model} is also the answerer: a model grading its own answers inflates J")
-    latest = {_key_of(j): j for j in run.records(JUDGEMENTS_FILE)}
+    latest = latest_judgements(run)
     plan: list[tuple[dict, list[JudgeRun], list[int]]] = []
     for a in answers:
         if a["category"] == 5 or not a.get("gold"):
@@ -314,15 +309,6 @@ def judge_answers(run: RunFolder, judge: Judge, answers: list[dict], progress: b
         warnings.warn(f"{sum(len(j.failed_runs) for j in incomplete)} judge calls failed for {len(incomplete)} "
                       f"question(s) and are pending (first error: {first}); rerun the same command to retry them")
     return out
-
-
-def load_judgements(run: RunFolder, protocol: str | None = None) -> list[dict]:
-    """The latest judgement per (question, protocol, judge, prompt, answer config, runs)."""
-    latest: dict[tuple, dict] = {}
-    for j in run.records(JUDGEMENTS_FILE):
-        if protocol is None or j["protocol"] == protocol:
-            latest[_key_of(j)] = j
-    return list(latest.values())
 
 
 def mem0_j_by_run(judgements: list[dict]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
 from locomo_kit.scoring.mem0_tokenize import word_tokenize
+
 _SMOOTH = SmoothingFunction().method1
 
 

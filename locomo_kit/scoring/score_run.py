@@ -12,13 +12,13 @@ from dataclasses import asdict, dataclass, field
 
 from locomo_kit.dataset import Conversation
 from locomo_kit.runs import RunFolder, utc_now
+from locomo_kit.runs.records import SCORES_FILE
 from locomo_kit.scoring.diagnostics import answer_in_context, evidence_coverage, evidence_ranks, ndcg, reciprocal_rank
 from locomo_kit.scoring.gold import AuditEntry, gold_for
 from locomo_kit.scoring.locomo_f1 import locomo_f1
 from locomo_kit.scoring.mem0_f1 import bleu1, mem0_f1
 from locomo_kit.scoring.session_recall import session_recall
 
-SCORES_FILE = "scores.jsonl"
 COVERAGE_KS = (1, 3, 5, 8, 10, 20)
 NDCG_KS = (5, 10)
 
@@ -104,11 +104,3 @@ def score_answers(run: RunFolder, answers: list[dict], conversations: list[Conve
             fh.write(json.dumps(r) + "\n")
     os.replace(tmp, path)
     return scores
-
-
-def load_scores(run: RunFolder, config_key: str | None = None, gold_key: str = "original") -> list[dict]:
-    """Scores of one answer configuration (default: the latest) under one gold key."""
-    recs = list(run.records(SCORES_FILE))
-    if config_key is None and recs:
-        config_key = recs[-1]["config_key"]
-    return [r for r in recs if r["config_key"] == config_key and r.get("gold_key", "original") == gold_key]

@@ -37,12 +37,12 @@ class BM25System(TurnSystem):
         return Identity(self.name, _version(), dict(self.settings), url="in-process")
 
     def _tokenizer(self):
-        from bm25s.tokenization import Tokenizer
+        from bm25s.tokenization import Tokenizer  # deferred: a heavy import
 
         return Tokenizer(stopwords=self.settings["stopwords"])
 
     def build_index(self, memories: list[TurnMemory], vectors: list) -> Any:
-        import bm25s
+        import bm25s  # deferred: a heavy import
 
         tok = self._tokenizer()
         ids = tok.tokenize([m.text for m in memories], return_as="ids", show_progress=False)

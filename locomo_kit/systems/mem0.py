@@ -21,8 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from locomo_kit.dataset import Conversation, Session
-from locomo_kit.systems.base import (Health, Identity, Memory, MemorySystem, SearchResult, SessionIngest,
-                                     SystemUnavailable)
+from locomo_kit.systems.base import (
+    Health,
+    Identity,
+    Memory,
+    MemorySystem,
+    SearchResult,
+    SessionIngest,
+    SystemUnavailable,
+)
 from locomo_kit.systems.environments import EnvironmentBuildError, ensure_environment
 from locomo_kit.systems.host_process import SystemHost
 from locomo_kit.systems.peer_host import LabelledIdentity, call, start_host

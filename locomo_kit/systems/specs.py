@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from locomo_kit.systems.environments import EnvironmentBuildError, EnvironmentSpec, env_python

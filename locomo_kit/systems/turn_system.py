@@ -40,7 +40,7 @@ class TurnSystem(MemorySystem):
     def health(self) -> Health:
         try:
             self.turns.db.execute("SELECT 1")
-        except Exception as exc:  # noqa: BLE001 - any failure to open the store is the answer
+        except Exception as exc:
             return Health(False, f"cannot open {self.turns.path}: {exc}")
         return Health(True, f"store {self.turns.path}", {"semantic_search": self.semantic})
 

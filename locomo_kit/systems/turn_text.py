@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from locomo_kit.adapter import one_line
 from locomo_kit.dataset import Conversation, Session, Turn
+from locomo_kit.worker.transcript import one_line
 
 _SPACE = re.compile(r"\s+")
 

@@ -1,7 +1,7 @@
 """The two systems spoken to over the claude-mem Worker HTTP API: ``memworker`` (the kit's reference
 Worker, embedded by default) and ``claude-mem`` (a Worker at a URL).
 
-The kit's run pipeline drives Workers through :mod:`locomo_kit.ingest` (transcripts queued for the
+The kit's run pipeline drives Workers through :mod:`locomo_kit.ingestion.worker` (transcripts queued for the
 Worker's compressor, read-your-writes waits, instance checks); these members give the same Workers
 the :class:`~locomo_kit.systems.base.MemorySystem` interface, with the same calls underneath.
 """
@@ -12,13 +12,22 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from locomo_kit import adapter
 from locomo_kit.dataset import Conversation, Session
-from locomo_kit.ingest import _ingest_transcript, _ingest_turns, worker_capabilities
 from locomo_kit.runs import RunFolder
-from locomo_kit.systems.base import (Health, Identity, Memory, MemorySystem, MemorySystemError, SearchResult,
-                                     SessionIngest, SystemUnavailable)
-from locomo_kit.worker_client import Observation, WorkerClient, WorkerError, WorkerUnavailable
+from locomo_kit.systems.base import (
+    Health,
+    Identity,
+    Memory,
+    MemorySystem,
+    MemorySystemError,
+    SearchResult,
+    SessionIngest,
+    SystemUnavailable,
+)
+from locomo_kit.worker import transcript
+from locomo_kit.worker.client import Observation, WorkerClient, WorkerError, WorkerUnavailable
+from locomo_kit.worker.connect import connect
+from locomo_kit.worker.sessions import ingest_transcript_session, save_session_turns, worker_capabilities
 
 EMBEDDED = "embedded"
 
@@ -44,8 +53,6 @@ class WorkerSystem(MemorySystem):
         self.client: WorkerClient | None = None
 
     def open(self) -> None:
-        from locomo_kit.pipeline import connect
-
         self._stack = ExitStack()
         folder = RunFolder(self.store.name, root=self.store.parent)
         try:
@@ -66,7 +73,7 @@ class WorkerSystem(MemorySystem):
         return self.client
 
     def identity(self) -> Identity:
-        ident: dict[str, Any] = dict(self._client.identity)  # type: ignore[attr-defined]
+        ident: dict[str, Any] = dict(self._client.identity)
         settings = ident.get("settings") if isinstance(ident.get("settings"), dict) else {}
         return Identity(str(ident.get("name") or self.name), ident.get("version"),
                         {**settings, "mode": self.unit}, url=str(ident.get("url")))
@@ -83,12 +90,12 @@ class WorkerSystem(MemorySystem):
         return Health(ok, str(h.get("status")), caps)
 
     def ingest_session(self, conversation: Conversation, session: Session) -> SessionIngest:
-        project = adapter.project_name(conversation.sample_id)
+        project = transcript.project_name(conversation.sample_id)
         try:
             existing = self._client.list_observations(project)
             if self.unit == "turns":
-                return SessionIngest(_ingest_turns(self._client, conversation, session, {o.title for o in existing}))
-            stored, _ = _ingest_transcript(self._client, conversation, session, self.session_timeout,
+                return SessionIngest(save_session_turns(self._client, conversation, session, {o.title for o in existing}))
+            stored, _ = ingest_transcript_session(self._client, conversation, session, self.session_timeout,
                                            self.poll_interval, len(existing), "")
             return SessionIngest(len(stored))
         except WorkerUnavailable as exc:
@@ -97,16 +104,16 @@ class WorkerSystem(MemorySystem):
             raise MemorySystemError(str(exc)) from exc
 
     def held(self, conversation_id: str) -> int:
-        return sum(1 for _ in self._client.iter_observations(adapter.project_name(conversation_id)))
+        return sum(1 for _ in self._client.iter_observations(transcript.project_name(conversation_id)))
 
     def forget(self, conversation_id: str) -> int:
-        return self._client.forget_project(adapter.project_name(conversation_id))
+        return self._client.forget_project(transcript.project_name(conversation_id))
 
     def search(self, conversation_id: str, query: str, top_k: int,
                context_budget: int | None = None) -> SearchResult:
         budget = context_budget if self.own_budget else None
         try:
-            r = self._client.search(query, adapter.project_name(conversation_id), limit=top_k, context_budget=budget)
+            r = self._client.search(query, transcript.project_name(conversation_id), limit=top_k, context_budget=budget)
         except WorkerUnavailable as exc:
             raise SystemUnavailable(str(exc)) from exc
         except WorkerError as exc:

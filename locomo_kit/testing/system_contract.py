@@ -33,11 +33,12 @@ from pathlib import Path
 import pytest
 
 from locomo_kit.dataset import Conversation, get_conversation, load_dataset
-from locomo_kit.ingest import INGEST_FILE
+from locomo_kit.ingestion.system import ingest_into_system
+from locomo_kit.paths import default_dataset_path
 from locomo_kit.qa.context import approx_tokens, fit_budget
 from locomo_kit.runs import RunFolder
+from locomo_kit.runs.records import INGEST_FILE
 from locomo_kit.systems.base import Health, Identity, MemorySystem, MemorySystemError, SearchResult
-from locomo_kit.systems.ingestion import ingest
 from locomo_kit.systems.runner import observation
 
 SESSIONS = 2  # sessions of each conversation the contract ingests
@@ -45,8 +46,6 @@ SAMPLES = ("conv-26", "conv-30")
 
 
 def _dataset_path() -> Path:
-    from locomo_kit.paths import default_dataset_path
-
     return Path(os.environ.get("LOCOMO_DATASET") or default_dataset_path())
 
 
@@ -134,9 +133,9 @@ class SystemContract:
         conv = conversations[0]
         folder = RunFolder("contract", root=tmp_path)
         flaky = FailOnce(system, session=conv.sessions[-1].number)
-        first = ingest(flaky, [conv], folder)  # type: ignore[arg-type]
+        first = ingest_into_system(flaky, [conv], folder)
         assert [r.status for r in first.results] == ["ok"] * (SESSIONS - 1) + ["failed"]
-        second = ingest(system, [conv], folder)
+        second = ingest_into_system(system, [conv], folder)
         assert second.skipped == SESSIONS - 1, "sessions already recorded ok were sent again"
         assert [r.session for r in second.results] == [conv.sessions[-1].number]
         assert second.succeeded

@@ -29,7 +29,7 @@ def serve(open_system: Callable[[dict], tuple[dict, dict[str, Callable[..., Any]
     try:
         settings = json.loads(sys.stdin.readline() or "{}")
         info, handlers = open_system(settings)
-    except BaseException as exc:  # noqa: BLE001 - reported to the kit, which raises it there
+    except BaseException as exc:
         send({"ready": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
         return
     send({"ready": True, "info": info, "ops": sorted(handlers)})
@@ -44,6 +44,6 @@ def serve(open_system: Callable[[dict], tuple[dict, dict[str, Callable[..., Any]
                 raise ValueError(f"unknown operation {op!r} (this host has {', '.join(sorted(handlers))})")
             result = handlers[op](**request.get("args", {}))
             send({"id": request.get("id"), "ok": True, "result": result})
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             send({"id": request.get("id"), "ok": False, "error": f"{type(exc).__name__}: {exc}",
                   "traceback": traceback.format_exc()})

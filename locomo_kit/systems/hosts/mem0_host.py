@@ -9,13 +9,14 @@ collection, so a search never scans another conversation's points), its own hist
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hostloop import serve  # noqa: E402
+from hostloop import serve
 
 PAGE = 10_000  # get_all's top_k when listing a conversation (LoCoMo's largest has under 1,000 turns)
 
@@ -27,9 +28,7 @@ def _safe(name: str) -> str:
 
 
 def open_system(settings: dict):
-    import importlib.metadata
-
-    from mem0 import Memory
+    from mem0 import Memory  # deferred: heavy (the peer package, in its own environment)
 
     root = Path(settings["root"])
     root.mkdir(parents=True, exist_ok=True)
@@ -88,7 +87,7 @@ def open_system(settings: dict):
         if m is not None:
             try:
                 m.vector_store.client.close()
-            except Exception:  # noqa: BLE001 - the folder goes anyway
+            except Exception:
                 pass
         shutil.rmtree(root / _safe(conversation), ignore_errors=True)
         return n

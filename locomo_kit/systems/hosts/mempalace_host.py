@@ -8,13 +8,14 @@ it has already mined). Search is ``searcher.search_memories`` with MemPalace's d
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hostloop import serve  # noqa: E402
+from hostloop import serve
 
 
 def _safe(name: str) -> str:
@@ -24,11 +25,9 @@ def _safe(name: str) -> str:
 
 
 def open_system(settings: dict):
-    import importlib.metadata
-
-    from mempalace.convo_miner import mine_convos
-    from mempalace.palace import get_collection
-    from mempalace.searcher import search_memories
+    from mempalace.convo_miner import mine_convos  # deferred: heavy (the peer package, in its own environment)
+    from mempalace.palace import get_collection  # deferred: heavy (the peer package)
+    from mempalace.searcher import search_memories  # deferred: heavy (the peer package)
 
     root = Path(settings["root"])
     (root / "palaces").mkdir(parents=True, exist_ok=True)

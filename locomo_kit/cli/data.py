@@ -1,0 +1,43 @@
+"""``locomo-kit data fetch``: the pinned LoCoMo file and its gold-answer audit, verified by sha256."""
+
+from __future__ import annotations
+
+import argparse
+
+from locomo_kit.cli.common import CliError
+from locomo_kit.data_fetch import DataFetchError, default_audit_path, fetch_audit, fetch_dataset, sha256_file
+from locomo_kit.paths import default_dataset_path
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    data = sub.add_parser("data", help="get the LoCoMo dataset", description="Get the LoCoMo dataset.")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    fetch = data_sub.add_parser(
+        "fetch",
+        help="download or copy locomo10.json and the gold-answer audit into data/ and verify their sha256",
+        description="Download the pinned locomo10.json into data/, or copy it from LOCOMO_SOURCE "
+        "(a path or URL); likewise the pinned LoCoMo audit (dial481/locomo-audit errors.json) from "
+        "LOCOMO_AUDIT_SOURCE. The sha256 is verified either way.",
+    )
+    fetch.add_argument("--source", help="path or URL (default: $LOCOMO_SOURCE, else the upstream URL)")
+    fetch.add_argument("--audit-source", help="path or URL of the audit's errors.json (default: $LOCOMO_AUDIT_SOURCE, "
+                       "else a copy beside a local LOCOMO_SOURCE or in ../shared/data, else the pinned URL)")
+    fetch.add_argument("--force", action="store_true", help="replace an existing file")
+    fetch.set_defaults(func=handle_fetch)
+
+
+def handle_fetch(args: argparse.Namespace) -> int:
+    kept = {option: path for option, given, path in (("--source", args.source, default_dataset_path()),
+                                                     ("--audit-source", args.audit_source, default_audit_path()))
+            if given and path.exists() and not args.force}  # a verified copy is kept: the source goes unread
+    try:
+        path = fetch_dataset(source=args.source, force=args.force)
+        print(f"{path} ok (sha256 {sha256_file(path)})")
+        audit = fetch_audit(source=args.audit_source, force=args.force)
+        print(f"{audit} ok (sha256 {sha256_file(audit)})")
+        for option, kept_path in kept.items():
+            print(f"note: {kept_path} was already there and verified, so {option} was not read "
+                  "(add --force to copy it again)")
+    except DataFetchError as exc:
+        raise CliError(str(exc)) from None
+    return 0

@@ -1,0 +1,60 @@
+"""``locomo-kit leaderboard``: every system on one footing (see :mod:`locomo_kit.pipeline.leaderboard`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from locomo_kit.cli.common import CliError, call_settings, pct, say_auto
+from locomo_kit.cli.options import add_answer_options, add_call_options, add_judge_options, add_sessions_option
+from locomo_kit.pipeline.leaderboard import DEFAULT_SYSTEMS, LeaderboardError, run_leaderboard
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("leaderboard", help="run every memory system on the same questions and write one table",
+                       description="Run each memory system of --systems through the whole pipeline with the same "
+                       "answerer, context budget(s) and judge (reusing every run already complete), then write "
+                       "outputs/leaderboards/<id>/leaderboard.md, .csv, .json and .png (and curve.png with several "
+                       "budgets): recall within the budget, recall@10, session-level recall with its chance level, "
+                       "official and Mem0 F1, J when judged, ingest time, search p50/p95, context tokens, the paired "
+                       "difference against the first system, and the published rows, quoted. Exits 1 when any "
+                       "system failed.")
+    p.add_argument("--systems", default=DEFAULT_SYSTEMS,
+                   help="comma-separated systems, the first is the baseline of the paired differences: memworker, "
+                   "bm25, dense, mempalace, mem0, claude-mem=URL (default " + DEFAULT_SYSTEMS + ")")
+    p.add_argument("--sample", default="conv-26", help="a sample id, a comma-separated list, or 'all' (default conv-26)")
+    add_sessions_option(p)
+    add_answer_options(p, budgets=True)
+    add_judge_options(p)
+    add_call_options(p)
+    p.add_argument("--out", help="folder for the leaderboard (default outputs/leaderboards/<id>)")
+    p.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    if args.query_strategy != "question":
+        raise CliError("the leaderboard asks every system the question itself (--query-strategy question)")
+    if args.judge_protocol and not args.judge_model:
+        raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model (e.g. anthropic/claude-sonnet-4-6)")
+    say_auto("answer", args.answer_model)
+    say_auto("judge", args.judge_model)
+    try:
+        result = run_leaderboard(args.systems, sample=args.sample, budgets=args.context_budget,
+                                 answer_model=args.answer_model, judge_model=args.judge_model,
+                                 judge_protocol=args.judge_protocol or "playbook", top_k=args.top_k, out=args.out,
+                                 judge_runs=args.judge_runs, llm_base_url=args.answer_base_url,
+                                 judge_base_url=args.judge_base_url, calibration_size=args.calibration_size,
+                                 calls=call_settings(args), timeout=args.timeout)
+    except LeaderboardError as exc:
+        raise CliError(str(exc)) from None
+    for r in result.rows:
+        print(f"{r['system']:<28} budget {r['budget'] or 0:>6,}: evidence recall {pct(r['evidence_recall'])}, "
+              f"official F1 {pct(r['locomo_f1'])}" + ("" if r["status"] == "ok" else f" ({r['status']})"))
+    for o in result.systems:
+        if not o.ok:
+            why = o.error or "partial results (see its report)"
+            print(f"locomo-kit: error: {o.entry.spec}: {why}", file=sys.stderr)
+    print(f"leaderboard: {result.paths['markdown']} (+ report.html, leaderboard.csv, leaderboard.json"
+          + (", leaderboard.png" if "figure" in result.paths else "") + (", curve.png" if "curve" in result.paths else "")
+          + ")")
+    return 0 if result.ok else 1

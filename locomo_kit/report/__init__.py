@@ -1,1 +1,0 @@
-"""Reports: aggregation of a run's records, published baselines, error analysis, figures, report.md."""

@@ -1,0 +1,34 @@
+"""Run folders (``outputs/runs/<run_id>/``) and the records they hold: one configuration per folder."""
+
+from locomo_kit.runs.folder import (
+           RunConfig,
+           RunFolder,
+           RunStorageError,
+           default_ingest_id,
+           git_commit,
+           ingestion_folder,
+           known_runs,
+           package_versions,
+           runs_root,
+           slug,
+           utc_now,
+           worker_slug,
+)
+from locomo_kit.runs.records import (
+           ANSWERS_FILE,
+           INGEST_FILE,
+           JUDGEMENTS_FILE,
+           SCORES_FILE,
+           done_sessions,
+           empty_sessions,
+           generation,
+           load_answers,
+           load_judgements,
+           load_scores,
+           session_table,
+)
+
+__all__ = ["ANSWERS_FILE", "INGEST_FILE", "JUDGEMENTS_FILE", "RunConfig", "RunFolder", "RunStorageError",
+           "SCORES_FILE", "default_ingest_id", "done_sessions", "empty_sessions", "generation", "git_commit",
+           "ingestion_folder", "known_runs", "load_answers", "load_judgements", "load_scores",
+           "package_versions", "runs_root", "session_table", "slug", "utc_now", "worker_slug"]
