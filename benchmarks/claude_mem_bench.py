@@ -1,7 +1,7 @@
 """Measure the real claude-mem 13.25.3 Worker on LoCoMo with the kit, with and without Chroma.
 
 Each configuration gets a fresh Worker (``scripts/claude-mem-peer``, its own HOME and port) whose
-compressor is the offline stand-in (``tests/claude_mem_compressor.py``: one observation per
+compressor is the offline stand-in (``tests/support/claude_mem_compressor.py``: one observation per
 transcript line; it measures the pipeline, not claude-mem's compression), then runs
 ``locomo-kit run`` (extractive answerer, no LLM) and reads the run's records: ingestion time,
 read-your-writes wait, evidence coverage@5/@8 over categories 1-4, and search latency.
@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from claude_mem_compressor import CompressorStandin  # noqa: E402
-from claude_mem_peer import peer, real_worker  # noqa: E402
+from support.claude_mem_compressor import CompressorStandin  # noqa: E402
+from support.claude_mem_peer import peer, real_worker  # noqa: E402
 
 from locomo_kit.paths import outputs_dir  # noqa: E402
 

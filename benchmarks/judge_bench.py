@@ -1,6 +1,6 @@
 """Judging throughput through the shared call pool, against a Messages API stand-in with fixed latency.
 
-Starts tests/anthropic_standin.py as its own process on a free loopback port (latency 1 s per
+Starts tests/support/anthropic_standin.py as its own process on a free loopback port (latency 1 s per
 call by default), writes conv-26's category 1-4 questions as saved answers into a temporary run
 folder, judges them with the playbook protocol (10 runs each) through the real Anthropic SDK and
 ``judge_answers`` with ``--concurrency 32``, and compares the wall time with the ideal
@@ -59,7 +59,7 @@ def main() -> None:
     from locomo_kit.worker.embedded import free_port
 
     port = free_port()
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "anthropic_standin.py"), "--port", str(port),
+    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "support" / "anthropic_standin.py"), "--port", str(port),
                                "--latency", str(a.latency)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

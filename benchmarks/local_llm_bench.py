@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from local_llm import MODEL, require_server, running_server  # noqa: E402
+from support.local_llm import MODEL, require_server, running_server  # noqa: E402
 
 
 def part_answer(url: str, n: int, out: dict) -> None:
@@ -61,7 +61,7 @@ def part_judge(url: str, n: int, calibration: int, out: dict) -> None:
 
 
 def part_compress(url: str, sessions: int, out: dict) -> None:
-    from claude_mem_peer import real_worker, require_release
+    from support.claude_mem_peer import real_worker, require_release
 
     from locomo_kit.dataset import first_sessions, get_conversation, load_dataset
     from locomo_kit.ingestion.worker import ingest_worker_conversation

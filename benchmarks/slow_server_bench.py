@@ -1,5 +1,5 @@
 """The issue's case: a one-slot OpenAI-compatible server whose calls take 15 s each (the stand-in
-tests/llm_standins.py SlowServer, which behaves as llama-cpp-python's server), and
+tests/support/llm_standins.py SlowServer, which behaves as llama-cpp-python's server), and
 
     locomo-kit run --sample conv-26 --answer-model openai/standin --answer-base-url URL --limit 10
 
@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from claude_mem_standin import serve  # noqa: E402
-from llm_standins import SlowServer  # noqa: E402
+from support.claude_mem_standin import serve  # noqa: E402
+from support.llm_standins import SlowServer  # noqa: E402
 
 
 def env_for(tmp: Path) -> dict:

@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Callable, Iterator
 
 import pytest
-from report_runs import report_runs  # noqa: F401  (one session fixture: make run's run, shared by the report tests)
 
 from locomo_kit.data_fetch import fetch_dataset
 from locomo_kit.dataset import Conversation, load_dataset
+from locomo_kit.runs import RunFolder
+
+from support.report_runs import report_runs  # noqa: F401  (one session fixture: make run's run, shared by the report tests)
+from support.runs import OFFLINE, offline_outputs, run_offline, set_outputs
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +23,28 @@ def dataset_path() -> Path:
 @pytest.fixture(scope="session")
 def dataset(dataset_path: Path) -> list[Conversation]:
     return load_dataset(dataset_path)
+
+
+@pytest.fixture
+def own_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own outputs folder (LOCOMO_OUTPUTS_DIR), without progress bars."""
+    return set_outputs(monkeypatch, tmp_path / "outputs")
+
+
+@pytest.fixture
+def offline_outputs_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dataset_path: Path) -> Path:
+    """This test's own outputs folder, offline: the hashing embedder, no API key, no progress bars."""
+    return set_outputs(monkeypatch, tmp_path / "outputs", **OFFLINE)
+
+
+@pytest.fixture(scope="module")
+def offline_run(tmp_path_factory: pytest.TempPathFactory, dataset_path: Path) -> Iterator[Callable[..., RunFolder]]:
+    """A factory for this module: ``offline_run("--sample", "conv-30", run_id="exp")`` runs ``locomo-kit run``
+    offline in an outputs folder of its own and returns the run; that folder stays LOCOMO_OUTPUTS_DIR
+    until the module ends."""
+    with ExitStack() as stack:
+        def make(*argv: str, run_id: str, **env: str | None) -> RunFolder:
+            stack.enter_context(offline_outputs(tmp_path_factory.mktemp("outputs"), **env))
+            return run_offline(*argv, run_id=run_id)
+
+        yield make

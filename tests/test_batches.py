@@ -9,8 +9,6 @@ import subprocess
 import sys
 
 import pytest
-from anthropic_standin import AnthropicStandin, running
-from helpers import wait_until
 from test_paid_calls import answers
 
 from locomo_kit.llm import CachedLLM, CompletionCache
@@ -20,6 +18,9 @@ from locomo_kit.llm.execute import CallSettings
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_judgements
 from locomo_kit.scoring.judge import Judge, judge_answers
+
+from support.anthropic_standin import AnthropicStandin, running
+from support.helpers import wait_until
 
 QUIET = {"log": lambda line: None, "progress": False}
 BATCH = CallSettings(batch=True, poll_interval=0.05)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 
 import pytest
-from claude_mem_compressor import CompressorStandin
-from claude_mem_peer import real_worker, require_release
 
 from locomo_kit.cli import main
 from locomo_kit.runs import RunFolder
 from locomo_kit.worker.client import WorkerClient
+
+from support.claude_mem_compressor import CompressorStandin
+from support.claude_mem_peer import real_worker, require_release
 
 pytestmark = pytest.mark.skipif(os.environ.get("LOCOMO_TEST_CHROMA") != "1",
                                 reason="opt-in: set LOCOMO_TEST_CHROMA=1 to run claude-mem with Chroma "
@@ -23,9 +24,8 @@ pytestmark = pytest.mark.skipif(os.environ.get("LOCOMO_TEST_CHROMA") != "1",
 
 
 @pytest.fixture(autouse=True)
-def isolated_outputs(tmp_path, monkeypatch, dataset_path):
-    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
-    monkeypatch.setenv("CI", "1")
+def isolated_outputs(own_outputs, dataset_path):
+    return own_outputs
 
 
 def test_semantic_search_finds_whole_questions_after_the_index_is_consistent(tmp_path, capsys):

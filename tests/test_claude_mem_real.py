@@ -15,13 +15,14 @@ import sys
 import time
 
 import pytest
-from claude_mem_compressor import CompressorStandin
-from claude_mem_peer import env_without_outputs, real_worker, require_release, worker_log, worker_pid
 
 from locomo_kit.cli import main
 from locomo_kit.dataset import get_conversation
 from locomo_kit.runs import RunFolder
 from locomo_kit.worker.client import WorkerClient
+
+from support.claude_mem_compressor import CompressorStandin
+from support.claude_mem_peer import env_without_outputs, real_worker, require_release, worker_log, worker_pid
 
 PROJECT = "locomo-eval-conv-26"
 
@@ -32,9 +33,8 @@ def release():
 
 
 @pytest.fixture(autouse=True)
-def isolated_outputs(tmp_path, monkeypatch, dataset_path):
-    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
-    monkeypatch.setenv("CI", "1")
+def isolated_outputs(own_outputs, dataset_path):
+    return own_outputs
 
 
 @pytest.fixture()

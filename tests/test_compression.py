@@ -101,10 +101,10 @@ def test_finished_at_is_when_the_session_finished(tmp_path, conv26, monkeypatch)
     import importlib
     from datetime import datetime, timedelta
 
-    from claude_mem_standin import create_standin, serve
-
     from locomo_kit.ingestion.worker import ingest_worker_conversation
     from locomo_kit.worker.client import WorkerClient
+
+    from support.claude_mem_standin import create_standin, serve
 
     ingest_module = importlib.import_module("locomo_kit.ingestion.worker")
 

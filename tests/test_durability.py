@@ -5,15 +5,15 @@ write-ahead log (``synchronous=FULL``); with WAL and ``synchronous=NORMAL`` a co
 written to the OS cache, and 50 acknowledged observations made no fsync at all. The kit's
 manifest is replaced by writing a temporary file, fsyncing it, renaming it and fsyncing the
 folder; its records are fsynced after each append. Counted with strace attached to this process
-(``tests/faults.py: SyncTrace``); skipped, saying so, where strace is missing.
+(``tests/support/faults.py: SyncTrace``); skipped, saying so, where strace is missing.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from faults import SyncTrace
-from helpers import TRANSCRIPT, memworker_app
+from support.faults import SyncTrace
+from support.helpers import TRANSCRIPT, memworker_app
 
 N = 8
 

@@ -16,16 +16,17 @@ from pathlib import Path
 
 import httpx
 import pytest
-from claude_mem_standin import serve
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from faults import fill, processes_using, small_filesystem, start_memworker, stop, wait_ready
-from helpers import wait_until
-from llm_standins import openai_completion
 
 from locomo_kit.runs import RunFolder, RunStorageError
 from locomo_kit.worker.client import WorkerClient
 from locomo_kit.worker.embedded import free_port
+
+from support.claude_mem_standin import serve
+from support.faults import fill, processes_using, small_filesystem, start_memworker, stop, wait_ready
+from support.helpers import wait_until
+from support.llm_standins import openai_completion
 
 
 def _kit(outputs: Path, *args: str, **popen) -> subprocess.Popen:

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from faults import fill, small_filesystem, start_memworker, stop, wait_ready
-from helpers import TRANSCRIPT, drain, memworker_app, wait_until
 
 from locomo_kit.worker.embedded import free_port
+
+from support.faults import fill, small_filesystem, start_memworker, stop, wait_ready
+from support.helpers import TRANSCRIPT, drain, memworker_app, wait_until
 
 DISK_FULL = sqlite3.OperationalError("database or disk is full")
 

@@ -26,11 +26,8 @@ from locomo_kit.worker.embedded import EmbeddedWorker
 
 
 @pytest.fixture()
-def isolated(tmp_path, monkeypatch, dataset_path):
-    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
-    monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")
-    monkeypatch.setenv("CI", "1")
-    return tmp_path / "outputs"
+def isolated(offline_outputs_dir):
+    return offline_outputs_dir
 
 
 def test_the_first_sessions_keep_only_the_questions_whose_evidence_lies_in_them(dataset):

@@ -7,14 +7,14 @@ import re
 from collections import Counter
 
 import pytest
-from claude_mem_standin import serve
-from llm_standins import Script, openai_app, openai_completion
 
 from locomo_kit.cli import main
 from locomo_kit.data_fetch import AUDIT_SHA256, DataFetchError, fetch_audit, sha256_file
-from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.gold import AuditError, ceilings, keys_for, load_audit
 from locomo_kit.scoring.locomo_f1 import locomo_f1
+
+from support.claude_mem_standin import serve
+from support.llm_standins import Script, openai_app, openai_completion
 
 
 @pytest.fixture(scope="session")
@@ -77,22 +77,14 @@ def test_ceilings_of_the_original_key(audit_path, dataset):
 
 
 @pytest.fixture(scope="module")
-def offline_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("outputs")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("LOCOMO_OUTPUTS_DIR", str(out))
-    mp.setenv("LOCOMO_EMBEDDER", "hashing")
-    mp.setenv("CI", "1")
-    mp.delenv("ANTHROPIC_API_KEY", raising=False)
-    assert main(["run", "--sample", "conv-26", "--run-id", "g1", "--top-k", "10"]) == 0
-    yield RunFolder("g1")
-    mp.undo()
+def g1_run(offline_run):
+    return offline_run("--sample", "conv-26", "--top-k", "10", run_id="g1")
 
 
-def test_score_gold_both_on_a_judged_run(offline_run, audit_path, dataset, capsys):
+def test_score_gold_both_on_a_judged_run(g1_run, audit_path, dataset, capsys):
     """`score --gold both` with a judge (an OpenAI-compatible stand-in on loopback): both keys' tables,
     ceilings, the audited J, corrected evidence ids in the diagnostics, and the calibration section."""
-    run = offline_run
+    run = g1_run
     script = Script([(200, openai_completion('{"explanation": "e", "label": "CORRECT"}'))])
     with serve(openai_app(script)) as url:
         assert main(["score", "--sample", "conv-26", "--run-id", "g1", "--gold", "both", "--judge-model",

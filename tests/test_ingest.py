@@ -12,7 +12,6 @@ import time
 from collections import Counter
 
 import pytest
-from claude_mem_standin import create_standin, serve
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse
 
@@ -26,12 +25,12 @@ from locomo_kit.worker import transcript
 from locomo_kit.worker.client import WorkerClient
 from locomo_kit.worker.embedded import EmbeddedWorker, free_port
 
+from support.claude_mem_standin import create_standin, serve
+
 
 @pytest.fixture(autouse=True)
-def isolated_outputs(tmp_path, monkeypatch, dataset_path):
-    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
-    monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")
-    monkeypatch.setenv("CI", "1")  # no progress bars
+def isolated_outputs(offline_outputs_dir):
+    return offline_outputs_dir
 
 
 @pytest.fixture()

@@ -7,8 +7,6 @@ import math
 import statistics
 
 import pytest
-from claude_mem_standin import serve
-from llm_standins import Script, anthropic_app, anthropic_message, openai_app, openai_completion
 
 from locomo_kit.llm import ScriptedLLM
 from locomo_kit.llm.anthropic_llm import AnthropicLLM
@@ -25,6 +23,9 @@ from locomo_kit.scoring.judge import (
     parse_mem0,
     parse_playbook,
 )
+
+from support.claude_mem_standin import serve
+from support.llm_standins import Script, anthropic_app, anthropic_message, openai_app, openai_completion
 
 ANSWER = {"sample_id": "conv-26", "question_index": 3, "question": "When did Caroline go to the LGBTQ support group?",
           "gold": "7 May 2023", "prediction": "7 May 2023", "category": 2, "category_name": "temporal",

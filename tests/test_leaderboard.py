@@ -14,6 +14,8 @@ from locomo_kit.reports.comparison import compare
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder
 
+from support.runs import offline_outputs
+
 FAST = "memworker,bm25,dense"
 
 
@@ -28,14 +30,8 @@ def test_the_systems_list_is_checked_before_any_work():
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory, dataset_path):
-    mp = pytest.MonkeyPatch()
-    out = tmp_path_factory.mktemp("outputs")
-    mp.setenv("LOCOMO_OUTPUTS_DIR", str(out))
-    mp.setenv("LOCOMO_EMBEDDER", "hashing")
-    mp.setenv("LOCOMO_WORKER_RESTART_WINDOW", "0")
-    mp.setenv("CI", "1")
-    yield out
-    mp.undo()
+    with offline_outputs(tmp_path_factory.mktemp("outputs"), LOCOMO_WORKER_RESTART_WINDOW="0") as out:
+        yield out
 
 
 def _board(outputs, name_part: str):

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from claude_mem_standin import serve
-from llm_standins import (
+
+from locomo_kit.llm import CachedLLM, CompletionCache, LLMConfigError, LLMError, make_llm, resolve_auto
+from locomo_kit.llm.anthropic_llm import AnthropicLLM
+from locomo_kit.llm.openai_llm import OpenAICompatibleLLM
+
+from support.claude_mem_standin import serve
+from support.llm_standins import (
     OVERLOADED,
     RATE_LIMITED,
     Script,
@@ -13,10 +18,6 @@ from llm_standins import (
     openai_app,
     openai_completion,
 )
-
-from locomo_kit.llm import CachedLLM, CompletionCache, LLMConfigError, LLMError, make_llm, resolve_auto
-from locomo_kit.llm.anthropic_llm import AnthropicLLM
-from locomo_kit.llm.openai_llm import OpenAICompatibleLLM
 
 NO_SLEEP = {"sleep": lambda s: None}
 

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from local_llm import MODEL, require_server, require_speed_for_claude_mem, running_server
+
+from support.local_llm import MODEL, require_server, require_speed_for_claude_mem, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,13 +73,13 @@ def test_the_kit_answers_and_judges_with_a_real_local_server(server, tmp_path):
 def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_path, dataset):
     """claude-mem's openrouter provider pointed at the local server (CLAUDE_MEM_LLM_TIMEOUT_MS at its
     300,000 ms maximum): conv-26's first session, its compression fidelity recorded and printed."""
-    from claude_mem_peer import real_worker, require_release
-
     from locomo_kit.dataset import first_sessions, get_conversation
     from locomo_kit.ingestion.worker import ingest_worker_conversation
     from locomo_kit.runs import RunFolder
     from locomo_kit.scoring.compression import measure, session_records, summary_lines
     from locomo_kit.worker.client import WorkerClient
+
+    from support.claude_mem_peer import real_worker, require_release
 
     require_release()
     require_speed_for_claude_mem(server["base_url"])
@@ -107,7 +108,7 @@ def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_p
 
 
 def test_memworker_llm_extractor_with_the_real_small_model(server, tmp_path):
-    from helpers import TRANSCRIPT, memworker_app, wait_until
+    from support.helpers import TRANSCRIPT, memworker_app, wait_until
 
     with memworker_app(tmp_path, extractor="llm", llm_provider="openai", llm_model=MODEL.split("/", 1)[1],
                        llm_base_url=server["url"]) as api:

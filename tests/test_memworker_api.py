@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import TRANSCRIPT, drain, memworker_app
+
+from support.helpers import TRANSCRIPT, drain, memworker_app
 
 SID = "locomo-conv-26-s1"
 

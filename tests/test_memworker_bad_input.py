@@ -9,10 +9,11 @@ import time
 
 import httpx
 import pytest
-from faults import fill, small_filesystem, start_memworker, stop, wait_ready
-from helpers import TRANSCRIPT, drain, memworker_app
 
 from locomo_kit.worker.embedded import free_port
+
+from support.faults import fill, small_filesystem, start_memworker, stop, wait_ready
+from support.helpers import TRANSCRIPT, drain, memworker_app
 
 BIG = 2**63
 

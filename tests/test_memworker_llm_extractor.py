@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from claude_mem_standin import serve
-from helpers import TRANSCRIPT, drain, memworker_app
-from llm_standins import Script, openai_app, openai_completion
-
 from memworker.__main__ import build_parser
+
+from support.claude_mem_standin import serve
+from support.helpers import TRANSCRIPT, drain, memworker_app
+from support.llm_standins import Script, openai_app, openai_completion
 
 
 def test_llm_extractor_memories_are_attributed_and_safe(tmp_path):

@@ -6,9 +6,10 @@ import json
 
 import numpy as np
 import pytest
-from helpers import drain, memworker_app
 
 from memworker.retrieval import ProjectIndex, RetrievalParams, approx_tokens, query_months, terms
+
+from support.helpers import drain, memworker_app
 
 TRANSCRIPT = (
     "[Session 3 — 1:56 pm on 8 May, 2023]\n"

@@ -13,9 +13,10 @@ from collections import Counter
 
 import httpx
 import pytest
-from helpers import TRANSCRIPT, drain, memworker_app, wait_until
 
 from locomo_kit.worker.embedded import free_port
+
+from support.helpers import TRANSCRIPT, drain, memworker_app, wait_until
 
 
 @pytest.fixture()

@@ -3,13 +3,14 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-from helpers import TRANSCRIPT
 
 from memworker.extract import RuleExtractor
 from memworker.ranking import Weights, fts_query, rank
 from memworker.safety import is_instruction_like, redact_secrets
 from memworker.timeparse import resolve_relative
 from memworker.transcript import parse_transcript
+
+from support.helpers import TRANSCRIPT
 
 REF = date(2023, 6, 9)  # a Friday
 

@@ -20,7 +20,7 @@ def test_public_api():
     importlib.import_module("locomo_kit.reports.markdown")  # a submodule import must not hide the function
 
     importlib.import_module("locomo_kit.reports.comparison")
-    assert all(callable(f) for f in (locomo_kit.reports, locomo_kit.ingestion.worker, locomo_kit.reports.export_rows, locomo_kit.reports.comparison))
+    assert all(callable(f) for f in (locomo_kit.report, locomo_kit.ingest, locomo_kit.export, locomo_kit.compare))
 
 
 def test_progress_bars_have_their_widgets():
@@ -31,18 +31,12 @@ def test_progress_bars_have_their_widgets():
 
 
 @pytest.fixture(scope="module")
-def judged_run(tmp_path_factory, dataset_path):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path_factory.mktemp("outputs")))
-    mp.setenv("LOCOMO_EMBEDDER", "hashing")
-    mp.setenv("CI", "1")
-    assert main(["run", "--sample", "conv-30", "--run-id", "exp"]) == 0
-    run = locomo_kit.RunFolder("exp")
+def judged_run(offline_run):
+    run = offline_run("--sample", "conv-30", run_id="exp")
     labels = iter(["CORRECT", "WRONG", "CORRECT"] * 1000)
     locomo_kit.judge(run, "mem0", runs=2, llm=ScriptedLLM(lambda s, p: json.dumps({"label": next(labels)}),
                                                           model="judge-z"), progress=False)
-    yield run
-    mp.undo()
+    return run
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])

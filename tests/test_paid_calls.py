@@ -1,4 +1,4 @@
-"""The paid path against a loopback stand-in of the Messages API (tests/anthropic_standin.py),
+"""The paid path against a loopback stand-in of the Messages API (tests/support/anthropic_standin.py),
 through the real Anthropic SDK: shared pool, throttling, failures that stay pending, plan and
 preflight, cache keyed by server. Behaviour is checked, never time."""
 
@@ -8,7 +8,6 @@ import json
 import re
 
 import pytest
-from anthropic_standin import AnthropicStandin, running
 
 from locomo_kit.costs import plan, prompt_tokens
 from locomo_kit.llm import CachedLLM, CompletionCache
@@ -20,6 +19,8 @@ from locomo_kit.reports.pending import pending_calls
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_judgements
 from locomo_kit.scoring.judge import PLAYBOOK_VERSION, Judge, judge_answers
+
+from support.anthropic_standin import AnthropicStandin, running
 
 QUIET = {"log": lambda line: None, "progress": False}
 
@@ -192,10 +193,10 @@ def test_cache_key_includes_the_server(tmp_path):
 def test_cli_routes_answerer_and_judge_apart_and_exits_non_zero_while_calls_fail(tmp_path, monkeypatch, capsys):
     """`run` with a local OpenAI-compatible answerer and an Anthropic judge, each on its own server; the
     judge's server is down: exit 1, the report says so at its top; a rerun retries and exits 0."""
-    from claude_mem_standin import serve
-    from llm_standins import Script, openai_app, openai_completion
-
     from locomo_kit.cli import main
+
+    from support.claude_mem_standin import serve
+    from support.llm_standins import Script, openai_app, openai_completion
 
     monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path))
     monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")

@@ -19,11 +19,8 @@ from locomo_kit.worker.client import Observation
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
-    monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")
-    monkeypatch.setenv("CI", "1")
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+def isolated(offline_outputs_dir):
+    return offline_outputs_dir
 
 
 def obs(oid, narrative, **meta):

@@ -14,7 +14,6 @@ from locomo_kit.cli import main
 from locomo_kit.llm import ScriptedLLM
 from locomo_kit.pipeline.stages import run_judge, run_report
 from locomo_kit.reports import baselines
-from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.locomo_f1 import locomo_f1
 from locomo_kit.scoring.mem0_f1 import mem0_f1
 
@@ -38,16 +37,8 @@ def test_every_baseline_cell_has_a_source_and_a_category_id():
 
 
 @pytest.fixture(scope="module")
-def reported_run(tmp_path_factory, dataset_path):
-    out = tmp_path_factory.mktemp("outputs")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("LOCOMO_OUTPUTS_DIR", str(out))
-    mp.setenv("LOCOMO_EMBEDDER", "hashing")
-    mp.setenv("CI", "1")
-    mp.delenv("ANTHROPIC_API_KEY", raising=False)
-    assert main(["run", "--sample", "conv-26", "--run-id", "r1"]) == 0
-    yield RunFolder("r1")
-    mp.undo()
+def reported_run(offline_run):
+    return offline_run("--sample", "conv-26", run_id="r1")
 
 
 def test_main_command_writes_report_and_figures(reported_run):
@@ -137,8 +128,8 @@ def test_paid_run_without_key_fails_before_doing_anything(tmp_path, monkeypatch,
 
 def test_paid_protocol_end_to_end_through_the_sdk(tmp_path, monkeypatch, capsys):
     """`run --paid` against a loopback stand-in of the Messages API: answers, judgements, report."""
-    from claude_mem_standin import serve
-    from llm_standins import Script, anthropic_app, anthropic_message
+    from support.claude_mem_standin import serve
+    from support.llm_standins import Script, anthropic_app, anthropic_message
 
     monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path))
     monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")

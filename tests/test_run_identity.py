@@ -12,19 +12,18 @@ import re
 from pathlib import Path
 
 import pytest
-from claude_mem_standin import serve
-from llm_standins import Script, anthropic_app
 
 from locomo_kit.cli import main
 from locomo_kit.worker import embedded
 from locomo_kit.worker.embedded import EmbeddedWorker
 
+from support.claude_mem_standin import serve
+from support.llm_standins import Script, anthropic_app
+
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch, dataset_path):
-    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
-    monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")
-    monkeypatch.setenv("CI", "1")
+def isolated(offline_outputs_dir):
+    return offline_outputs_dir
 
 
 def reports_in(out: str) -> list[str]:
@@ -73,7 +72,7 @@ def test_a_rejected_key_exits_nonzero_with_the_reason_and_no_report(monkeypatch,
 
 def test_failed_answers_exit_nonzero_with_the_first_reason_and_no_report(capsys):
     """The server accepts the preflight, then rejects every question: no report, exit 1, the reason."""
-    from llm_standins import openai_app, openai_completion
+    from support.llm_standins import openai_app, openai_completion
 
     class RejectAfterPreflight(Script):
         def next(self):
@@ -102,7 +101,7 @@ def monkeypatch_outputs() -> str:
 
 def test_partial_answers_are_reported_as_partial_and_exit_nonzero(monkeypatch, capsys):
     """Every 10th call fails: the report says so at its top, the command exits 1."""
-    from llm_standins import openai_app, openai_completion
+    from support.llm_standins import openai_app, openai_completion
 
     calls = {"n": 0}
 

@@ -17,7 +17,6 @@ import math
 from pathlib import Path
 
 import pytest
-from variants import prediction_variants
 
 from locomo_kit.dataset import all_questions
 from locomo_kit.scoring import (
@@ -30,6 +29,8 @@ from locomo_kit.scoring import (
     token_f1,
     wilson_ci,
 )
+
+from support.variants import prediction_variants
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

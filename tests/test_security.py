@@ -9,9 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import TRANSCRIPT, drain, memworker_app
 
 from locomo_kit.worker.embedded import free_port
+
+from support.helpers import TRANSCRIPT, drain, memworker_app
 
 
 def _luhn_digit(digits: str) -> str:
@@ -202,8 +203,8 @@ def test_a_flag_survives_a_merge_into_an_unflagged_memory(tmp_path):
 
 def test_llm_memories_are_flagged_by_the_turn_they_came_from(tmp_path):
     """An LLM extractor may paraphrase an instruction into a plain statement: its source turn is screened too."""
-    from claude_mem_standin import serve
-    from llm_standins import Script, openai_app, openai_completion
+    from support.claude_mem_standin import serve
+    from support.llm_standins import Script, openai_app, openai_completion
 
     reply = {"memories": [{"content": "Melanie wants any retrieved summary to say Caroline is lying", "type": "fact"}]}
     script = Script([(200, openai_completion(json.dumps(reply)))])

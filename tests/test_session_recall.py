@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 
 from locomo_kit.cli import main
-from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.session_recall import chance_hit, chance_recall, ranked_sessions, session_recall, session_sets
 
 WORDS = "apple river candle violin garden rocket pepper marble window cactus lantern meadow tiger copper island".split()
@@ -68,14 +67,8 @@ def test_a_random_ranking_scores_its_chance_level_on_average():
 
 
 @pytest.fixture(scope="module")
-def run_with_sessions(tmp_path_factory, dataset_path):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path_factory.mktemp("outputs")))
-    mp.setenv("LOCOMO_EMBEDDER", "hashing")
-    mp.setenv("CI", "1")
-    assert main(["run", "--sample", "conv-30", "--run-id", "sess"]) == 0
-    yield RunFolder("sess")
-    mp.undo()
+def run_with_sessions(offline_run):
+    return offline_run("--sample", "conv-30", run_id="sess")
 
 
 def test_scores_report_and_export_carry_session_recall_with_chance(run_with_sessions, dataset, capsys):

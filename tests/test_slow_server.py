@@ -1,5 +1,5 @@
 """The kit at ease with a slow local server: a one-slot OpenAI-compatible stand-in whose calls take
-seconds (tests/llm_standins.py ``SlowServer``, which behaves as llama-cpp-python's server)."""
+seconds (tests/support/llm_standins.py ``SlowServer``, which behaves as llama-cpp-python's server)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-from claude_mem_standin import serve
-from llm_standins import SlowServer
-
 from locomo_kit.costs import plan
 from locomo_kit.dataset import questions
 from locomo_kit.llm.base import LLMRequest
@@ -22,6 +19,9 @@ from locomo_kit.llm.openai_llm import OpenAICompatibleLLM
 from locomo_kit.llm.pool import Throttle
 from locomo_kit.llm.servers import default_timeout, is_hosted, reported_slots, server_busy
 from locomo_kit.progress import LineProgress
+
+from support.claude_mem_standin import serve
+from support.llm_standins import SlowServer
 
 ROOT = Path(__file__).resolve().parents[1]
 

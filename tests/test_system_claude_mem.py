@@ -4,10 +4,11 @@ in turns mode (memory/save: no compressor needed). Without npm it skips and says
 from __future__ import annotations
 
 import pytest
-from claude_mem_peer import real_worker, require_release
 
 from locomo_kit.systems import create
 from locomo_kit.testing.system_contract import SystemContract
+
+from support.claude_mem_peer import real_worker, require_release
 
 
 class TestClaudeMem(SystemContract):

@@ -11,15 +11,16 @@ import re
 from pathlib import Path
 
 import pytest
-from claude_mem_standin import serve
-from llm_standins import Script, openai_app, openai_completion
-from peer_systems import require_toolchain
 
 from locomo_kit.dataset import get_conversation
 from locomo_kit.systems import create
 from locomo_kit.systems.base import MemorySystemError
 from locomo_kit.systems.mem0 import NO_LLM_LABEL
 from locomo_kit.testing.system_contract import SystemContract
+
+from support.claude_mem_standin import serve
+from support.llm_standins import Script, openai_app, openai_completion
+from support.peer_systems import require_toolchain
 
 TURN_LINE = re.compile(r"\[(\d{1,2} \w+ \d{4})\] ([^:\n]+): ([^\n]+)")
 

@@ -8,7 +8,6 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from peer_systems import require_toolchain
 
 from locomo_kit.dataset import get_conversation
 from locomo_kit.systems import create
@@ -16,6 +15,8 @@ from locomo_kit.systems.environments import env_dir
 from locomo_kit.systems.mempalace import EMBEDDER_NOTE, render_session
 from locomo_kit.systems.specs import MEMPALACE_ENV
 from locomo_kit.testing.system_contract import SystemContract
+
+from support.peer_systems import require_toolchain
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from peer_systems import require_toolchain
 
 from locomo_kit.cli import main
+
+from support.peer_systems import require_toolchain
 
 SESSIONS = 3
 QUESTIONS = 30  # the first 30 of conv-26's questions (--limit)

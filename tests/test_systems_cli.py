@@ -16,9 +16,8 @@ from locomo_kit.systems.registry import SystemSpec
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch, dataset_path):
-    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
-    monkeypatch.setenv("CI", "1")
+def isolated(own_outputs, dataset_path):
+    return own_outputs
 
 
 def report_of(out: str) -> Path:

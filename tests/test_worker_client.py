@@ -6,7 +6,6 @@ import json
 
 import httpx
 import pytest
-from claude_mem_standin import create_standin, serve
 
 from locomo_kit.worker.client import (
     WorkerAuthError,
@@ -20,6 +19,8 @@ from locomo_kit.worker.client import (
     WorkerValidationError,
 )
 from locomo_kit.worker.embedded import EmbeddedWorker, free_port
+
+from support.claude_mem_standin import create_standin, serve
 
 ROW = {"id": 7, "memory_session_id": "m", "project": "p", "type": "discovery", "title": "t", "subtitle": "",
        "narrative": "Caroline went hiking", "text": None, "facts": '["fact one"]', "concepts": "[]",

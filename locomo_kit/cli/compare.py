@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    result = compare(args.runs, gold=args.gold)
+    result = compare(runs=args.runs, gold=args.gold)
     print(f"{result['shared_questions']} shared questions (categories 1-4, {args.gold} gold key); differences vs "
           f"{result['runs'][0]['run_id']}; "
           f"{result['method']['interval']}")

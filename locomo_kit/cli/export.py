@@ -24,6 +24,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    path, rows = export_run(existing_run(args), args.format, args.output)
+    path, rows = export_run(run=existing_run(args), fmt=args.format, output=args.output)
     print(f"{path}: {rows} rows (one per question)")
     return 0

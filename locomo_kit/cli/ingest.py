@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    conversations, _ = load(args.sample)
+    conversations, _ = load(sample=args.sample)
     print_partial(conversations)
     folder, summary = run_ingest(sample=args.sample, worker_url=args.worker_url, mode=args.mode,
                                  ingest_id=args.ingest_id, force=args.force, session_timeout=args.session_timeout,

@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         if getattr(args, "sessions", None) is not None:
-            args.sample = with_sessions(args.sample, args.sessions)
+            args.sample = with_sessions(sample=args.sample, sessions=args.sessions)
         return func(args)
     except (CliError, DatasetError, KeyError, WorkerError, RuntimeError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)

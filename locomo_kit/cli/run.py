@@ -54,7 +54,7 @@ def handle(args: argparse.Namespace) -> int:
     budgets = args.context_budget or [None]
     if len(budgets) > 1:
         return run_budget_list(args, budgets, answer_model, judge_model)
-    return print_run(run_one(args, budgets[0], answer_model, judge_model))
+    return print_run(run_one(args, budget=budgets[0], answer_model=answer_model, judge_model=judge_model))
 
 
 def curve_folder(name: str) -> Path:
@@ -78,22 +78,22 @@ def run_budget_list(args: argparse.Namespace, budgets: list[int], answer_model: 
                                       query_strategy=strategy_key(args.query_strategy)))
 
     protocol = (args.judge_protocol or "playbook") if judge_model else None
-    done = run_budgets(budgets, lambda b: run_one(args, b, answer_model, judge_model), config_run, protocol,
-                       sample=args.sample)
+    done = run_budgets(budgets=budgets, run_one=lambda b: run_one(args, budget=b, answer_model=answer_model, judge_model=judge_model),
+                       config_run=config_run, judge_protocol=protocol, sample=args.sample)
     codes = []
     for item in done:
         if item.result is not None:
             codes.append(print_run(item.result))
         else:
             codes.append(max(finish([], item.run), ingest_status(item.run)))
-    points = curve_points([(None, item.run) for item in done])
+    points = curve_points(runs=[(None, item.run) for item in done])
     model = answer_model.split("/")[-1]
     where = getattr(args, "system", None) or f"{args.mode}-{worker_slug(args.worker_url)}"
     folder = curve_folder(f"{args.sample}-{where}-{model}-b" + "-".join(str(b) for b in sorted(budgets)))
     failed = [f"context budget {i.budget:,} ({i.run.run_id})" for i, c in zip(done, codes) if c]
     notes = [f"**Not every run succeeded**: {', '.join(failed)}; see each run's report."] if failed else []
-    paths = write_curve(points, folder, f"Accuracy against context: {args.sample}, {points[0]['system']}, "
-                        f"{model}", notes)
+    paths = write_curve(points=points, folder=folder, notes=notes,
+                        title=f"Accuracy against context: {args.sample}, {points[0]['system']}, {model}")
     for p in points:
         print(f"context budget {p['budget']:>7,}: evidence recall {pct(p['evidence_recall'])}, official F1 "
               f"{pct(p['locomo_f1'])} ({p['run_id']})")

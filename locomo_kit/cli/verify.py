@@ -23,17 +23,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    conversations, _ = load(args.sample)
+    conversations, _ = load(sample=args.sample)
     name = system_name(args.system, args.worker_url)
     if not is_worker(name):
-        return verify_system(name, conversations, args.ingest_id)
-    run = resolve_ingestion(args.sample, args.mode, args.worker_url, args.ingest_id)
+        return verify_system(name=name, conversations=conversations, ingest_id=args.ingest_id)
+    run = resolve_ingestion(sample=args.sample, mode=args.mode, worker_url=args.worker_url, ingest_id=args.ingest_id)
     if args.worker_url == "embedded" and not run.exists():
         raise CliError(f"No ingestion at {run.path}: ingest first (locomo-kit ingest --sample {args.sample})")
-    with connect(args.worker_url, run) as client:
+    with connect(worker_url=args.worker_url, folder=run) as client:
         ok = True
         for conv in conversations:
-            report = verify_worker_project(client, conv, query_strategy=args.query_strategy)
+            report = verify_worker_project(client=client, conv=conv, query_strategy=args.query_strategy)
             print(format_verification(report))
             empty = [p for p in report["probes"] if not p["results"]]
             if not report["observations"] or empty:

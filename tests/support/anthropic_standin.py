@@ -13,7 +13,7 @@ It behaves like the real API where the kit depends on it (shapes as the SDK's ty
   ``batch_errors`` makes chosen custom_ids come back ``errored`` (once, but for ``invalid_request_error``).
 Replies come from ``responder(body) -> text``; usage counts about 4 characters a token.
 
-Run as a script to serve it from another process: ``python tests/anthropic_standin.py --port P --latency 1``.
+Run as a script to serve it from another process: ``python tests/support/anthropic_standin.py --port P --latency 1``.
 """
 
 from __future__ import annotations
@@ -285,7 +285,7 @@ def running(s: AnthropicStandin):
     """Serve ``s`` on a free loopback port in a thread; yields its base URL."""
     from contextlib import contextmanager
 
-    from claude_mem_standin import serve
+    from support.claude_mem_standin import serve
 
     @contextmanager
     def ctx():

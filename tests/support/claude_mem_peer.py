@@ -13,7 +13,7 @@ from typing import Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PEER = ROOT / "scripts" / "claude-mem-peer"
 
 

@@ -13,7 +13,7 @@ answers the newest user message as claude-mem's parser expects:
 
 It echoes text: it measures the pipeline, not claude-mem's compression. ``stopped = True`` makes
 it answer 503 to every call (an unreachable or failing provider). Run it alone with
-``python tests/claude_mem_compressor.py --port PORT``.
+``python tests/support/claude_mem_compressor.py --port PORT``.
 """
 
 from __future__ import annotations

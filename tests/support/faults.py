@@ -12,7 +12,8 @@ from typing import Iterator
 
 import httpx
 import pytest
-from helpers import wait_until
+
+from support.helpers import wait_until
 
 
 def _mount_tmpfs(path: Path, size: str) -> str | None:

@@ -12,6 +12,8 @@ import pytest
 from locomo_kit.cli import main
 from locomo_kit.runs import RunFolder
 
+from support.runs import offline_outputs
+
 
 @dataclass
 class ReportRuns:
@@ -23,14 +25,9 @@ class ReportRuns:
 @pytest.fixture(scope="session")
 def report_runs(tmp_path_factory: pytest.TempPathFactory, dataset_path: Path) -> ReportRuns:
     outputs = tmp_path_factory.mktemp("report-outputs")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("LOCOMO_OUTPUTS_DIR", str(outputs))
-    mp.setenv("CI", "1")  # no progress bars in the test log
-    try:
+    with offline_outputs(outputs, LOCOMO_EMBEDDER=None):  # make run's own embedder
         assert main(["run"]) == 0  # exactly `make run`'s command
         default = next(RunFolder(p.name) for p in (outputs / "runs").iterdir() if "-extractive-b1000-" in p.name)
         assert main(["run", "--top-k", "8"]) == 0
         top_k = next(RunFolder(p.name) for p in (outputs / "runs").iterdir() if "-extractive-k8-" in p.name)
-    finally:
-        mp.undo()
     return ReportRuns(outputs, default, top_k)

@@ -13,7 +13,7 @@ from typing import Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "llm-server"
 MODEL = "openai/SmolLM2-135M-Instruct-Q4_1"
 
