@@ -88,7 +88,7 @@ def test_score_gold_both_on_a_judged_run(g1_run, audit_path, dataset, capsys):
     script = Script([(200, openai_completion('{"explanation": "e", "label": "CORRECT"}'))])
     with serve(openai_app(script)) as url:
         assert main(["score", "--sample", "conv-26", "--run-id", "g1", "--gold", "both", "--judge-model",
-                     "openai/judge-m", "--llm-base-url", f"{url}/v1", "--judge-protocol", "mem0", "--judge-runs", "1",
+                     "openai/judge-m", "--judge-base-url", f"{url}/v1", "--judge-protocol", "mem0", "--judge-runs", "1",
                      "--calibration-size", "20"]) == 0
     printed = capsys.readouterr().out
     assert "gold key: original" in printed and "gold key: audited" in printed
