@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from locomo_kit.paths import outputs_dir  # noqa: E402
+
 from support.claude_mem_compressor import CompressorStandin  # noqa: E402
 from support.claude_mem_peer import peer, real_worker  # noqa: E402
-
-from locomo_kit.paths import outputs_dir  # noqa: E402
 
 CONFIGS = {  # name: (chroma, mode, query strategy)
     "fts-transcript-keywords": (False, "transcript", "keywords"),

@@ -61,14 +61,14 @@ def part_judge(url: str, n: int, calibration: int, out: dict) -> None:
 
 
 def part_compress(url: str, sessions: int, out: dict) -> None:
-    from support.claude_mem_peer import real_worker, require_release
-
     from locomo_kit.dataset import first_sessions, get_conversation, load_dataset
     from locomo_kit.ingestion.worker import ingest_worker_conversation
     from locomo_kit.paths import default_dataset_path
     from locomo_kit.runs import RunFolder
     from locomo_kit.scoring.compression import measure, session_records
     from locomo_kit.worker.client import WorkerClient
+
+    from support.claude_mem_peer import real_worker, require_release
 
     require_release()
     conv = get_conversation(load_dataset(default_dataset_path()), "conv-26")

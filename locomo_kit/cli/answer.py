@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from locomo_kit.cli.common import call_settings, finish, retrieval_options, say_auto
+from locomo_kit.cli.common import call_settings, finish, retrieval_options, say_auto, system_options
 from locomo_kit.cli.options import add_answer_options, add_call_options, add_source_options, add_worker_options
 from locomo_kit.pipeline.stages import run_answer
 
@@ -28,7 +28,7 @@ def handle(args: argparse.Namespace) -> int:
                               include_adversarial=args.include_adversarial, concurrency=args.concurrency,
                               llm_base_url=args.answer_base_url, calls=call_settings(args), timeout=args.timeout,
                               context_budget=budget, query_strategy=args.query_strategy, ingest_id=args.ingest_id,
-                              system=args.system, limit=args.limit)
+                              system=args.system, system_options=system_options(args), limit=args.limit)
     for note in summary.outcome.notes:
         print(f"WARNING: {note}")
     print(summary.line())

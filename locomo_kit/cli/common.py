@@ -17,6 +17,7 @@ from locomo_kit.pipeline.budgets import parse_budgets
 from locomo_kit.pipeline.stages import PipelineResult, resolve_run, retrieval, run_all, run_config, strategy_key
 from locomo_kit.reports.pending import pending_calls
 from locomo_kit.runs import RunFolder, ingestion_folder, known_runs, load_answers, slug
+from locomo_kit.systems.options import parse_pairs
 
 
 class CliError(Exception):
@@ -106,6 +107,11 @@ def call_settings(args: argparse.Namespace) -> CallSettings:
                         poll_interval=args.batch_poll, max_cost=args.max_cost, confirm=confirm)
 
 
+def system_options(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--system-option NAME=VALUE`` (repeatable) as a dict (None without any)."""
+    return parse_pairs(getattr(args, "system_option", None) or []) or None
+
+
 def retrieval_options(args: argparse.Namespace) -> tuple[int, int | None]:
     """(top_k, context_budget): a budget of 1,000 tokens by default, ``--top-k`` alone means top-k."""
     if args.context_budget is not None and args.context_budget < 1:
@@ -125,7 +131,8 @@ def run_one(args: argparse.Namespace, budget: int | None, answer_model: str, jud
                    judge_base_url=args.judge_base_url, calls=call_settings(args), timeout=args.timeout,
                    context_budget=budget, query_strategy=args.query_strategy,
                    consistency_timeout=args.consistency_timeout, session_timeout=args.session_timeout,
-                   ingest_id=args.ingest_id, system=args.system, source=args.source, limit=args.limit)
+                   ingest_id=args.ingest_id, system=args.system, system_options=system_options(args),
+                   source=args.source, limit=args.limit)
 
 
 def print_run(result: PipelineResult) -> int:
@@ -169,6 +176,7 @@ def existing_run(args: argparse.Namespace) -> RunFolder:
     config = run_config(sample=args.sample, worker_url=args.worker_url, mode=args.mode, answer_model=args.answer_model,
                         top_k=top_k, source=getattr(args, "source", "memory"),
                         include_adversarial=getattr(args, "include_adversarial", False), system=args.system,
+                        system_options=system_options(args),
                         context_budget=budget, query_strategy=strategy_key(args.query_strategy),
                         limit=getattr(args, "limit", None))
     run = resolve_run(config, args.run_id)

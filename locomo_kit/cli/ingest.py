@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from locomo_kit.cli.common import finish, positive_float, print_partial
+from locomo_kit.cli.common import finish, positive_float, print_partial, system_options
 from locomo_kit.cli.options import add_consistency_option, add_session_timeout_option, add_worker_options
 from locomo_kit.ingestion.summary import ingest_outcome, print_summary
 from locomo_kit.pipeline.stages import load, run_ingest
@@ -28,7 +28,7 @@ def handle(args: argparse.Namespace) -> int:
     folder, summary = run_ingest(sample=args.sample, worker_url=args.worker_url, mode=args.mode,
                                  ingest_id=args.ingest_id, force=args.force, session_timeout=args.session_timeout,
                                  poll_interval=args.poll_interval, consistency_timeout=args.consistency_timeout,
-                                 system=args.system)
+                                 system=args.system, system_options=system_options(args))
     for note in getattr(summary, "notes", []):
         print(note)
     print_summary(summary)

@@ -9,12 +9,25 @@ import sys
 from typing import Callable, Sequence
 
 from locomo_kit import __version__
-from locomo_kit.cli import answer, compare, data, export, ingest, leaderboard, report, run, score, stats, verify
+from locomo_kit.cli import (
+    answer,
+    compare,
+    data,
+    export,
+    ingest,
+    leaderboard,
+    report,
+    run,
+    score,
+    stats,
+    systems,
+    verify,
+)
 from locomo_kit.cli.common import CliError
 from locomo_kit.dataset import DatasetError, with_sessions
 from locomo_kit.worker.client import WorkerError
 
-COMMANDS = (data, stats, ingest, verify, answer, score, report, export, run, compare, leaderboard)
+COMMANDS = (data, stats, systems, ingest, verify, answer, score, report, export, run, compare, leaderboard)
 
 
 def build_parser() -> argparse.ArgumentParser:

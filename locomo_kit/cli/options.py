@@ -82,6 +82,9 @@ def add_worker_options(p: argparse.ArgumentParser, run_id: bool = True) -> None:
     p.add_argument("--system", help="the memory system: memworker (default: the embedded reference Worker), "
                    "claude-mem (with --worker-url), bm25, dense, mempalace, mem0 (docs/systems.md); default: "
                    "claude-mem when --worker-url names a Worker, else memworker")
+    p.add_argument("--system-option", action="append", default=[], metavar="NAME=VALUE", dest="system_option",
+                   help="a setting of the system, repeatable (e.g. --system-option k1=1.2 for bm25); each system's "
+                   "options are listed by `locomo-kit systems`; they are part of the run's configuration and id")
     p.add_argument("--mode", choices=["transcript", "turns"], default="transcript",
                    help="transcript: one Read per session (default); turns: each turn saved via memory/save "
                    "(Worker systems; the others store what their adapter stores)")

@@ -16,6 +16,7 @@ from locomo_kit.cli.common import (
     retrieval_options,
     run_one,
     say_auto,
+    system_options,
 )
 from locomo_kit.cli.options import (
     add_answer_options,
@@ -74,7 +75,8 @@ def run_budget_list(args: argparse.Namespace, budgets: list[int], answer_model: 
         top_k, b = retrieval_options(argparse.Namespace(top_k=args.top_k, context_budget=budget))
         return resolve_run(run_config(sample=args.sample, worker_url=args.worker_url, mode=args.mode,
                                       answer_model=answer_model, top_k=top_k, source=getattr(args, "source", "memory"),
-                                      system=getattr(args, "system", None), context_budget=b,
+                                      system=getattr(args, "system", None), system_options=system_options(args),
+                                      context_budget=b,
                                       query_strategy=strategy_key(args.query_strategy)))
 
     protocol = (args.judge_protocol or "playbook") if judge_model else None

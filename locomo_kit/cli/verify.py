@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from locomo_kit.cli.common import CliError
+from locomo_kit.cli.common import CliError, system_options
 from locomo_kit.cli.options import add_query_strategy_option, add_worker_options
 from locomo_kit.ingestion.verify import format_verification, verify_system, verify_worker_project
 from locomo_kit.pipeline.stages import load, resolve_ingestion
@@ -26,7 +26,8 @@ def handle(args: argparse.Namespace) -> int:
     conversations, _ = load(sample=args.sample)
     name = system_name(args.system, args.worker_url)
     if not is_worker(name):
-        return verify_system(name=name, conversations=conversations, ingest_id=args.ingest_id)
+        return verify_system(name=name, conversations=conversations, ingest_id=args.ingest_id,
+                             options=system_options(args))
     run = resolve_ingestion(sample=args.sample, mode=args.mode, worker_url=args.worker_url, ingest_id=args.ingest_id)
     if args.worker_url == "embedded" and not run.exists():
         raise CliError(f"No ingestion at {run.path}: ingest first (locomo-kit ingest --sample {args.sample})")

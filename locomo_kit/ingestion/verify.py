@@ -5,10 +5,12 @@ or any other system's store (:func:`verify_system`)."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from locomo_kit.dataset import Conversation, questions
 from locomo_kit.qa.retrieval import retrieve
-from locomo_kit.systems import runner
+from locomo_kit.systems import registry, runner
+from locomo_kit.systems.options import checked_options
 from locomo_kit.worker import transcript
 from locomo_kit.worker.client import WorkerClient
 
@@ -48,16 +50,18 @@ def format_verification(report: dict) -> str:
     return "\n".join(lines)
 
 
-def verify_system(name: str, conversations: list[Conversation], ingest_id: str | None = None, top: int = 3) -> int:
+def verify_system(name: str, conversations: list[Conversation], ingest_id: str | None = None, top: int = 3,
+                  options: dict[str, Any] | None = None) -> int:
+    options = checked_options(name, registry.resolve(name), options) or None
     ok = True
     for conv in conversations:
-        folder = runner.ingestion(conv.sample_id, name, ingest_id)
+        folder = runner.ingestion(conv.sample_id, name, ingest_id, options)
         if not folder.exists():
             print(f"locomo-kit: error: no ingestion at {folder.path}: ingest first (locomo-kit ingest --sample "
                   f"{conv.sample_id} --system {name})", file=sys.stderr)
             ok = False
             continue
-        with runner.open_system(name, folder) as system:
+        with runner.open_system(name, folder, options) as system:
             held = system.held(conv.sample_id)
             print(f"{conv.sample_id} in {system.identity().label}: {held} memories")
             empty = 0

@@ -37,6 +37,7 @@ from locomo_kit.scoring.gold_judging import audited_answers, calibration_answers
 from locomo_kit.scoring.judge import Judge, judge_answers
 from locomo_kit.scoring.score_run import score_answers
 from locomo_kit.systems import registry, runner
+from locomo_kit.systems.options import checked_options
 from locomo_kit.systems.registry import is_worker, system_name
 from locomo_kit.systems.runner import default_ingest_id as system_default_ingest_id
 from locomo_kit.systems.runner import system_tag
@@ -91,6 +92,19 @@ def strategy_key(query_strategy: str) -> str | None:
     return None if query_strategy == "question" else query_strategy
 
 
+def checked_system_options(system: str | None, worker_url: str,
+                           options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``options`` checked against what the system declares and typed (so that ``"1.2"`` from the command
+    line and ``1.2`` from the library name the same run); None without any."""
+    if not options:
+        return None
+    name = system_name(system, worker_url)
+    if is_worker(name):
+        raise ValueError(f"{name} is set by --worker-url, --mode and the Worker's own configuration: "
+                         "--system-option is for the other systems")
+    return checked_options(name, registry.resolve(name), options)
+
+
 def run_config(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
                answer_model: str = "extractive", top_k: int = 8, source: str = "memory",
                include_adversarial: bool = False, system: str | None = None, **extra: Any) -> RunConfig:
@@ -99,6 +113,8 @@ def run_config(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     for a ``worker_url``); the oracle source uses none."""
 
     check_range("top_k", top_k, TOP_K_RANGE)
+    if extra.get("system_options"):
+        extra["system_options"] = checked_system_options(system, worker_url, extra["system_options"])
     spec = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL)
     version = AnswerConfig(source=source, answer_model=spec, top_k=top_k).prompt_version
     tag = None
@@ -136,6 +152,7 @@ def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
 
     conversations, sha = load(sample, dataset_path)
     name = system_name(system, worker_url)
+    system_options = checked_system_options(system, worker_url, system_options)
     if not is_worker(name):
 
         return ingest_system(name, conversations, sample, sha, ingest_id, force, progress, dataset_path,
@@ -235,6 +252,7 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     """
 
     conversations, sha = load(sample, dataset_path)
+    system_options = checked_system_options(system, worker_url, system_options) if source == "memory" else None
     config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
                         top_k, source, include_adversarial, system=system, context_budget=context_budget,
                         query_strategy=strategy_key(query_strategy), limit=limit,
@@ -252,7 +270,7 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     run = resolve_run(config, run_id)
     if name and not is_worker(name):
 
-        ingestion = runner.ingestion(sample, name, ingest_id or run_id)
+        ingestion = runner.ingestion(sample, name, ingest_id or run_id, system_options)
     else:
         ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id or run_id)
     manifest = {"config": config.as_dict(), "config_id": config.key(), "config_label": config.label(),
@@ -453,6 +471,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             if calls is None or calls.preflight:
                 preflight(llm)
     outcomes: list[Outcome] = []
+    system_options = checked_system_options(system, worker_url, system_options) if source == "memory" else None
     config = run_config(sample, worker_url, mode, answer_model, top_k, source, system=system,
                         context_budget=context_budget, query_strategy=strategy_key(query_strategy), limit=limit,
                         system_options=system_options or None, **extra)
@@ -463,7 +482,7 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
             ingest_id = ingest_id or run_id or default_ingest_id(sample, mode, worker_url)
         else:
 
-            ingest_id = ingest_id or run_id or system_default_ingest_id(sample, name)
+            ingest_id = ingest_id or run_id or system_default_ingest_id(sample, name, system_options)
         _ingest_stage(sample, worker_url, mode, ingest_id, dataset_path, progress, run, consistency_timeout, log,
                       session_timeout, name, system_options, outcomes)
     elif source == "oracle":

@@ -21,7 +21,7 @@ def ingest_system(name: str, conversations: list[Conversation], sample: str, sha
                   options: dict[str, Any] | None) -> tuple[RunFolder, IngestSummary]:
     """Ingest ``conversations`` into ``name`` (resumable); returns the ingestion folder and a summary."""
 
-    folder = runner.ingestion(sample, name, ingest_id)
+    folder = runner.ingestion(sample, name, ingest_id, options)
     with runner.open_system(name, folder, options) as system:
         ident = runner.identity_record(system)
         if for_run is not None:

@@ -66,6 +66,38 @@ class MissingDependency(MemorySystemError):
 
 
 @dataclass(frozen=True)
+class SystemOption:
+    """A setting a system takes from its user: ``--system-option NAME=VALUE`` on the command line,
+    ``system_options={"NAME": value}`` in the library and the notebooks. ``type`` is str, int, float or
+    bool; ``default`` is what the system uses when the option is not given; ``env``: an environment
+    variable the system reads instead when the option is not given (older setups)."""
+
+    name: str
+    type: type = str
+    default: Any = None
+    help: str = ""
+    env: str | None = None
+
+    def parse(self, text: str) -> Any:
+        """``text`` (from the command line) as this option's type; a clear ValueError otherwise."""
+        if self.type is bool:
+            if text.lower() in ("1", "true", "yes", "on"):
+                return True
+            if text.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(f"option {self.name} is true or false, not {text!r}")
+        try:
+            return self.type(text)
+        except ValueError:
+            raise ValueError(f"option {self.name} is {self.type.__name__}, not {text!r}") from None
+
+    def describe(self) -> str:
+        """``k1 (float, default 1.5): BM25's term saturation``, and the environment variable read instead."""
+        env = f" (else ${self.env})" if self.env else ""
+        return f"{self.name} ({self.type.__name__}, default {self.default!r}){env}: {self.help}"
+
+
+@dataclass(frozen=True)
 class Identity:
     """What produced a result: the system's name, its version, and every setting that changes what
     it stores or finds (not where it runs: ports, paths and tokens stay out of ``settings``).
@@ -148,16 +180,24 @@ class MemorySystem(ABC):
     - ``own_budget``: True when :meth:`search` honours ``context_budget`` itself.
     - ``unit``: what it is given per session (``"turns"``: each turn on its own; ``"transcript"``:
       one session transcript). Named in the run id and the report.
+    - ``system_options``: the :class:`SystemOption` s it takes (``locomo-kit systems`` lists them);
+      anything else given raises ``ValueError`` before any work.
     """
 
     name: ClassVar[str] = ""
     keeps_turn_ids: ClassVar[bool] = False
     own_budget: ClassVar[bool] = False
     unit: ClassVar[str] = "turns"
+    system_options: ClassVar[tuple[SystemOption, ...]] = ()
 
     def __init__(self, store: Path, **options: Any) -> None:
         self.store = Path(store)
         self.options = options
+
+    @classmethod
+    def readiness(cls) -> str:
+        """Whether it can run now without building anything, in a few words (``locomo-kit systems``)."""
+        return "ready"
 
     @classmethod
     def declared_version(cls) -> str | None:

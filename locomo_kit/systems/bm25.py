@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import metadata
 from typing import Any
 
-from locomo_kit.systems.base import Identity
+from locomo_kit.systems.base import Identity, SystemOption
 from locomo_kit.systems.turn_store import TurnMemory
 from locomo_kit.systems.turn_system import TurnSystem
 
@@ -28,6 +28,12 @@ class BM25System(TurnSystem):
     settings_defaults = {"k1": 1.5, "b": 0.75, "method": "lucene", "stopwords": "en", "stemmer": None,
                          "memory": "one turn, '[date] speaker: text'"}
     semantic = "none (lexical BM25)"
+    system_options = (
+        SystemOption("k1", float, 1.5, "BM25's term-frequency saturation"),
+        SystemOption("b", float, 0.75, "BM25's document-length normalisation"),
+        SystemOption("method", str, "lucene", "bm25s's scoring variant: robertson, atire, bm25l, bm25+ or lucene"),
+        SystemOption("stopwords", str, "en", "bm25s's stop-word list ('en', or '' for none)"),
+    )
 
     @classmethod
     def declared_version(cls) -> str | None:

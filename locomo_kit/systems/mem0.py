@@ -28,9 +28,10 @@ from locomo_kit.systems.base import (
     MemorySystem,
     SearchResult,
     SessionIngest,
+    SystemOption,
     SystemUnavailable,
 )
-from locomo_kit.systems.environments import EnvironmentBuildError, ensure_environment
+from locomo_kit.systems.environments import EnvironmentBuildError, ensure_environment, env_dir, is_built
 from locomo_kit.systems.host_process import SystemHost
 from locomo_kit.systems.peer_host import LabelledIdentity, call, start_host
 from locomo_kit.systems.specs import MEM0_ENV, MEM0_VERSION, MINILM, minilm_folder
@@ -47,6 +48,14 @@ class Mem0System(MemorySystem):
     keeps_turn_ids = True  # every memory carries its turn's dia_id in Mem0's metadata
     own_budget = False
     unit = "turns"
+    system_options = (
+        SystemOption("llm_base_url", str, None, "an OpenAI-compatible server for Mem0's LLM extraction "
+                     "(add(infer=True)); without one, every turn is stored as it is (infer=False)",
+                     env="LOCOMO_MEM0_LLM_BASE_URL"),
+        SystemOption("llm_model", str, DEFAULT_LLM_MODEL, "the extraction model on that server",
+                     env="LOCOMO_MEM0_LLM_MODEL"),
+        SystemOption("llm_api_key", str, "", "the server's key", env="LOCOMO_MEM0_LLM_API_KEY"),
+    )
 
     def __init__(self, store: Path, **options: Any) -> None:
         unknown = set(options) - set(OPTIONS)
@@ -62,6 +71,12 @@ class Mem0System(MemorySystem):
                         "api_key": options.get("llm_api_key") or os.environ.get("LOCOMO_MEM0_LLM_API_KEY") or ""}
         self._host: SystemHost | None = None
         self._versions: dict[str, str] = {}
+
+    @classmethod
+    def readiness(cls) -> str:
+        if is_built(MEM0_ENV):
+            return f"ready (its environment: {env_dir(MEM0_ENV)})"
+        return f"its environment is built on first use, into {env_dir(MEM0_ENV)}"
 
     @classmethod
     def declared_version(cls) -> str | None:

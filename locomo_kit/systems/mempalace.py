@@ -24,7 +24,7 @@ from typing import Any
 
 from locomo_kit.dataset import Conversation, Session
 from locomo_kit.systems.base import Health, Identity, Memory, MemorySystem, SearchResult, SessionIngest
-from locomo_kit.systems.environments import env_dir
+from locomo_kit.systems.environments import env_dir, is_built
 from locomo_kit.systems.host_process import SystemHost
 from locomo_kit.systems.peer_host import LabelledIdentity, call, start_host
 from locomo_kit.systems.specs import MEMPALACE_ENV, MEMPALACE_VERSION, MINILM, MINILM_INT8, chroma_home
@@ -70,6 +70,12 @@ class MemPalaceSystem(MemorySystem):
         self._versions: dict[str, str] = {}
         self._locators: dict[str, TurnLocator] = {}
         self._dates: dict[str, dict[int, str]] = {}
+
+    @classmethod
+    def readiness(cls) -> str:
+        if is_built(MEMPALACE_ENV):
+            return f"ready (its environment: {env_dir(MEMPALACE_ENV)})"
+        return f"its environment is built on first use, into {env_dir(MEMPALACE_ENV)}"
 
     @classmethod
     def declared_version(cls) -> str | None:

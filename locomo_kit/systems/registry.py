@@ -3,6 +3,10 @@
 ``resolve("bm25")`` imports ``locomo_kit.systems.bm25`` and returns its class; a system whose
 package is missing raises :class:`~locomo_kit.systems.base.MissingDependency` with the exact pip
 command, before anything is imported. ``create(name, store, **options)`` builds an instance.
+
+A system is found by its registered name, by an entry point in the group ``locomo_kit.systems`` that
+any installed package declares (``mysystem = mypackage.adapter:MySystem``), or by a module path
+(``--system mypackage.adapter:MySystem``): no file of the kit is edited to add one.
 """
 
 from __future__ import annotations
@@ -13,12 +17,16 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from locomo_kit.systems.base import MemorySystem, MissingDependency
+from locomo_kit.systems.options import checked_options
 
 DEFAULT_SYSTEM = "memworker"
+ENTRY_POINT_GROUP = "locomo_kit.systems"
+BUILT_IN = "built in"
 WORKER_SYSTEMS = ("memworker", "claude-mem")  # spoken to over the claude-mem Worker HTTP API
 
 
@@ -34,6 +42,7 @@ class SystemSpec:
     requires: tuple[str, ...] = ()
     pip: str | None = None
     install: tuple[str, ...] = ()  # requirements the kit installs itself on first use (pip, this environment)
+    origin: str = BUILT_IN  # or "entry point of <distribution> <version>", or "module path"
 
 
 SYSTEMS: dict[str, SystemSpec] = {}
@@ -62,15 +71,39 @@ for _spec in (
     register(_spec)
 
 
+def plugin_specs() -> dict[str, SystemSpec]:
+    """The systems installed packages declare as entry points of ``locomo_kit.systems`` (nothing imported)."""
+    found = {}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        module, _, attr = ep.value.partition(":")
+        dist = f"{ep.dist.name} {ep.dist.version}" if ep.dist else "an installed package"
+        found[ep.name] = SystemSpec(ep.name, module.strip(), attr.strip(), f"{ep.value}",
+                                    origin=f"entry point of {dist}")
+    return found
+
+
 def names() -> list[str]:
-    return list(SYSTEMS)
+    """Every system known by name: the built-in ones, then those of installed packages' entry points."""
+    return list(SYSTEMS) + [n for n in plugin_specs() if n not in SYSTEMS]
+
+
+def is_module_path(name: str) -> bool:
+    """``package.module:Class``."""
+    module, sep, attr = name.partition(":")
+    return bool(sep and module and attr.isidentifier() and all(p.isidentifier() for p in module.split(".")))
 
 
 def spec(name: str) -> SystemSpec:
-    try:
+    if name in SYSTEMS:
         return SYSTEMS[name]
-    except KeyError:
-        raise ValueError(f"unknown memory system {name!r}; known: {', '.join(SYSTEMS)}") from None
+    plugins = plugin_specs()
+    if name in plugins:
+        return plugins[name]
+    if is_module_path(name):
+        module, _, attr = name.partition(":")
+        return SystemSpec(name, module, attr, f"{attr} from {module}", origin="module path")
+    raise ValueError(f"unknown memory system {name!r}; known: {', '.join(names())} (or an installed package's "
+                     f"entry point in {ENTRY_POINT_GROUP}, or --system package.module:Class)")
 
 
 def resolve(name: str) -> type[MemorySystem]:
@@ -87,11 +120,14 @@ def resolve(name: str) -> type[MemorySystem]:
     try:
         module = importlib.import_module(s.module)
     except ModuleNotFoundError as exc:
-        if exc.name == s.module:
-            raise ValueError(f"the {name} system's adapter ({s.module}) is not part of this install") from None
+        if exc.name == s.module or s.module.startswith(f"{exc.name}."):
+            where = "is not part of this install" if s.origin == BUILT_IN else "cannot be imported (is its package installed?)"
+            raise ValueError(f"the {name} system's adapter ({s.module}) {where}") from None
         raise MissingDependency(f"the {name} system needs the module {exc.name}, which is not installed"
                                 + (f": run `{s.pip}`" if s.pip else ""), s.pip) from exc
-    cls = getattr(module, s.attr)
+    cls = getattr(module, s.attr, None)
+    if cls is None:
+        raise ValueError(f"{s.module} has no {s.attr} (the {name} system's adapter class)")
     if not (isinstance(cls, type) and issubclass(cls, MemorySystem)):
         raise TypeError(f"{s.module}.{s.attr} is not a MemorySystem")
     return cls
@@ -111,8 +147,10 @@ def _install(s: SystemSpec) -> None:
 
 
 def create(name: str, store: Path, **options: Any) -> MemorySystem:
-    """An instance of ``name`` storing under ``store`` (nothing is started until ``open()``)."""
-    return resolve(name)(store, **options)
+    """An instance of ``name`` storing under ``store`` (nothing is started until ``open()``), with ``options``
+    checked and typed by what it declares."""
+    cls = resolve(name)
+    return cls(store, **checked_options(name, cls, options))
 
 
 def system_name(system: str | None, worker_url: str | None) -> str:

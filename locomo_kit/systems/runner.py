@@ -4,6 +4,8 @@ answerer's context. Worker systems (memworker, claude-mem) keep :mod:`locomo_kit
 
 from __future__ import annotations
 
+import hashlib
+import json
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -19,13 +21,23 @@ def system_tag(name: str) -> str:
     return f"{name}-{version}" if version else name
 
 
-def default_ingest_id(sample: str, name: str) -> str:
-    """One ingestion per sample and system, shared by the runs that use it."""
-    return slug(f"{sample}-{system_tag(name)}")
+def options_tag(options: dict[str, Any] | None) -> str:
+    """``o1a2b3c4d``: a short hash of a system's options ('' without any), so that each setting has its own
+    ingestion and runs."""
+    if not options:
+        return ""
+    return "o" + hashlib.sha256(json.dumps(options, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
-def ingestion(sample: str, name: str, ingest_id: str | None = None) -> RunFolder:
-    return ingestion_folder(ingest_id or default_ingest_id(sample, name))
+def default_ingest_id(sample: str, name: str, options: dict[str, Any] | None = None) -> str:
+    """One ingestion per sample, system and options, shared by the runs that use it."""
+    tag = options_tag(options)
+    return slug(f"{sample}-{system_tag(name)}" + (f"-{tag}" if tag else ""))
+
+
+def ingestion(sample: str, name: str, ingest_id: str | None = None,
+              options: dict[str, Any] | None = None) -> RunFolder:
+    return ingestion_folder(ingest_id or default_ingest_id(sample, name, options))
 
 
 @contextmanager

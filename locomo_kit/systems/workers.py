@@ -22,6 +22,7 @@ from locomo_kit.systems.base import (
     MemorySystemError,
     SearchResult,
     SessionIngest,
+    SystemOption,
     SystemUnavailable,
 )
 from locomo_kit.worker import transcript
@@ -41,6 +42,15 @@ def memory_of(o: Observation) -> Memory:
 class WorkerSystem(MemorySystem):
     """A Worker at ``url`` (``"embedded"``: memworker started on ``store/memworker.db``).
     ``mode``: ``transcript`` (one Read per session, compressed by the Worker) or ``turns`` (memory/save)."""
+
+    system_options = (
+        SystemOption("url", str, EMBEDDED, "the Worker's base URL ('embedded': memworker started for the run)"),
+        SystemOption("mode", str, "transcript", "transcript (one Read per session, compressed by the Worker) or "
+                     "turns (each turn saved as is)"),
+        SystemOption("session_timeout", float, 180.0, "seconds to wait for the Worker's queue per session"),
+        SystemOption("poll_interval", float, 3.0, "longest pause between queue polls"),
+        SystemOption("ready_timeout", float, 120.0, "seconds to wait for the Worker to answer"),
+    )
 
     def __init__(self, store: Path, url: str = EMBEDDED, mode: str = "transcript", session_timeout: float = 180.0,
                  poll_interval: float = 3.0, ready_timeout: float = 120.0) -> None:

@@ -1,0 +1,48 @@
+"""``locomo-kit systems``: every memory system the kit can run, where it comes from, its options, and whether
+it is ready."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+
+from locomo_kit.systems.base import MissingDependency
+from locomo_kit.systems.registry import is_worker, names, resolve, spec
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("systems", help="list the memory systems, where each comes from, its options and readiness",
+                       description="List every memory system --system accepts: the built-in ones, those installed "
+                       "packages declare as entry points (group locomo_kit.systems), and how to name any other by "
+                       "module path (--system package.module:Class); each with its options (--system-option "
+                       "NAME=VALUE) and whether it can run now.")
+    p.set_defaults(func=handle)
+
+
+def describe(name: str) -> list[str]:
+    s = spec(name)
+    lines = [f"{name}: {s.description}", f"  from: {s.origin} ({s.module}:{s.attr})"]
+    missing = [m for m in s.requires if importlib.util.find_spec(m) is None]
+    try:
+        cls = resolve(name) if not missing else None
+    except (MissingDependency, ValueError, TypeError) as exc:
+        return lines + [f"  ready: no: {exc}"]
+    if cls is None:
+        lines.append(f"  ready: installed on first use ({s.pip or ', '.join(missing)})")
+        return lines
+    lines.append(f"  ready: {cls.readiness()}")
+    if is_worker(name):
+        lines.append("  options: --worker-url, --mode, --session-timeout (a Worker's own settings are its configuration)")
+        return lines
+    if not cls.system_options:
+        lines.append("  options: none")
+    for option in cls.system_options:
+        lines.append(f"  option {option.describe()}")
+    return lines
+
+
+def handle(args: argparse.Namespace) -> int:
+    for name in names():
+        print("\n".join(describe(name)))
+    print("any other: --system package.module:Class (a MemorySystem subclass; docs/systems.md)")
+    return 0
