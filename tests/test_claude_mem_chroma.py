@@ -17,9 +17,10 @@ from locomo_kit.cli import main
 from locomo_kit.runs import RunFolder
 from locomo_kit.worker_client import WorkerClient
 
-pytestmark = pytest.mark.skipif(os.environ.get("LOCOMO_TEST_CHROMA") != "1",
-                                reason="opt-in: set LOCOMO_TEST_CHROMA=1 to run claude-mem with Chroma "
-                                "(one-time setup ~45 s, 675 MB)")
+pytestmark = [pytest.mark.integration,  # the real claude-mem Worker from npm, with Chroma
+              pytest.mark.skipif(os.environ.get("LOCOMO_TEST_CHROMA") != "1",
+                                 reason="opt-in: set LOCOMO_TEST_CHROMA=1 to run claude-mem with Chroma "
+                                 "(one-time setup ~45 s, 675 MB)")]
 
 
 @pytest.fixture(autouse=True)

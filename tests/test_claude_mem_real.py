@@ -24,6 +24,7 @@ from locomo_kit.runs import RunFolder
 from locomo_kit.worker_client import WorkerClient
 
 PROJECT = "locomo-eval-conv-26"
+pytestmark = pytest.mark.integration  # the real claude-mem Worker from npm
 
 
 @pytest.fixture(scope="module", autouse=True)

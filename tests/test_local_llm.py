@@ -24,6 +24,7 @@ import pytest
 from local_llm import MODEL, require_server, require_speed_for_claude_mem, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.integration  # a llama.cpp build (and npm for claude-mem)
 
 
 @pytest.fixture(scope="module")

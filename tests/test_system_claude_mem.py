@@ -9,6 +9,8 @@ from claude_mem_peer import real_worker, require_release
 from locomo_kit.systems import create
 from locomo_kit.testing.system_contract import SystemContract
 
+pytestmark = pytest.mark.integration  # the real claude-mem Worker from npm
+
 
 class TestClaudeMem(SystemContract):
     @pytest.fixture(scope="class")
