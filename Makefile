@@ -40,10 +40,11 @@ data: setup
 run: data
 	$(BIN)/locomo-kit run
 
-# pytest's conftest.py removes API keys and sends every output to a temporary folder
+# pytest's conftest.py removes API keys and sends every output to a temporary folder; --durations lists the
+# slowest tests at the end (`pytest -m "not integration"` leaves out npm, peer environments, llama.cpp, Chromium)
 test: data $(EXTRAS)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest --nbval tests notebooks
+	$(BIN)/python -m pytest --nbval --durations=25 tests notebooks
 
 bench: data
 	$(BIN)/python benchmarks/memworker_bench.py

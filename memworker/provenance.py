@@ -16,11 +16,10 @@ false claim assembled from the person's own words is corroborated.
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
 
 from memworker.extract import content_words
+from memworker.store import Store
 
 # words that say nothing about what a claim is about
 GENERIC = frozenset(
@@ -59,7 +58,7 @@ def _stem(word: str) -> str:
     return word
 
 
-def _said(store: Any, project: str, speakers: list[str], term: str) -> bool:
+def _said(store: Store, project: str, speakers: list[str], term: str) -> bool:
     """Whether one of ``speakers`` said ``term`` in a transcript: a memory extracted from one (a queue
     item; ``memory/save`` has none) holds it in a fact attributed to them. Facts, not the memory's
     own text, because de-duplication merges one speaker's memory into another's facts."""
@@ -68,18 +67,13 @@ def _said(store: Any, project: str, speakers: list[str], term: str) -> bool:
     forms = [f for f in forms if f.replace("'", "").isalnum()]
     if not forms:
         return True
-    query = " OR ".join(f'{{body context}} : "{f}"' for f in forms)
-    with store.lock:
-        rows = store.conn.execute(
-            "SELECT o.facts FROM obs_fts f JOIN observations o ON o.id = f.rowid WHERE obs_fts MATCH ?"
-            " AND o.project = ? AND o.queue_id IS NOT NULL LIMIT 500", (query, project)).fetchall()
+    facts = store.transcript_facts(project, forms)
     word = re.compile(r"(?i)\b(?:" + "|".join(re.escape(_stem(f)) for f in forms) + ")")
     by = tuple(speakers)
-    return any(fact.startswith(by) and word.search(fact.split(":", 1)[-1])
-               for (facts,) in rows for fact in json.loads(facts or "[]") if isinstance(fact, str))
+    return any(fact.startswith(by) and word.search(fact.split(":", 1)[-1]) for fact in facts)
 
 
-def corroboration(store: Any, project: str, text: str) -> dict | None:
+def corroboration(store: Store, project: str, text: str) -> dict | None:
     """``{"status": "corroborated"|"uncorroborated", "subjects": [...], "unsupported_terms": [...]}`` for a
     directly saved claim that names a speaker of the project's transcripts; None when it names none
     (nothing to check it against)."""
@@ -87,10 +81,7 @@ def corroboration(store: Any, project: str, text: str) -> dict | None:
     named = subjects(text, speakers)
     if not named:
         return None
-    with store.lock:
-        has_transcripts = store.conn.execute(
-            "SELECT 1 FROM observations WHERE project = ? AND queue_id IS NOT NULL LIMIT 1", (project,)).fetchone()
-    if not has_transcripts:
+    if not store.has_transcript_memories(project):
         return None
     terms = claim_terms(text, speakers)
     unsupported = [t for t in terms if not _said(store, project, named, t)]

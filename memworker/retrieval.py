@@ -454,6 +454,39 @@ class ProjectIndex:
             span.text = self.render(span.docs)
         return spans
 
+    def select(self, order: list[int], scores: np.ndarray, limit: int, offset: int = 0,
+               context_budget: int | None = None) -> list[Span]:
+        """A search's results from its ranking (indexes, best first), from ``offset`` on: with
+        ``context_budget``, spans packed into it (:meth:`pack`); without, one memory each."""
+        if context_budget:
+            return self.pack(order, scores, context_budget, offset + limit)[offset:]
+        return [Span(docs=[k], best=k, score=float(scores[k]), text=self.docs[k].narrative, tokens=self.docs[k].tokens)
+                for k in order[offset: offset + limit]]
+
+    def results(self, spans: list[Span], stored: dict[int, dict], scores: np.ndarray, sim: np.ndarray,
+                bm: np.ndarray, cos: np.ndarray, budgeted: bool) -> list[tuple[dict, Hit]]:
+        """The rows a search answers, with their scores: each span's stored row (``stored``: id -> row, of
+        its best memory; a span whose memory was deleted since the index was built is left out), its
+        metadata carrying the span's source turns, token count and (several memories) member ids. With
+        a budget the row's narrative is the span's whole text, the text counted against it."""
+        out: list[tuple[dict, Hit]] = []
+        for span in spans:
+            best = span.best
+            row = dict(stored.get(int(self.ids[best])) or {})
+            if not row:
+                continue
+            meta = json.loads(row.get("metadata") or "{}")
+            turns = [t for m in span.docs for t in self.docs[m].turns]
+            meta.update(source_turns=turns, tokens=span.tokens)
+            if len(span.docs) > 1:
+                meta["span"] = {"ids": [int(self.ids[m]) for m in span.docs], "session": self.docs[best].session}
+            if budgeted:
+                row.update(narrative=span.text, facts="[]")
+            row["metadata"] = json.dumps(meta)
+            out.append((row, Hit(score=float(scores[best]), similarity=float(sim[best]), bm25=float(bm[best]),
+                                 cosine=float(cos[best]))))
+        return out
+
     def _span_chars(self, members: list[int]) -> int:
         """Characters of :meth:`render`'s text, without rendering it."""
         if len(members) == 1:

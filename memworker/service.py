@@ -392,29 +392,11 @@ class MemoryService:
         if allowed is not None:
             keep &= np.isin(index.ids[order], np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
         order = order[keep].tolist()
-        if context_budget:
-            groups = [(s.docs, s.best, s.text, s.tokens)
-                      for s in index.pack(order, scores, context_budget, offset + limit)][offset:]
-        else:
-            groups = [([k], k, index.docs[k].narrative, index.docs[k].tokens) for k in order[offset: offset + limit]]
-        rows = self.store.rows(int(index.ids[k]) for _, k, _, _ in groups)
-        out: list[tuple[dict, Hit | None]] = []
-        for members, best, text, tokens in groups:
-            row = dict(rows.get(int(index.ids[best])) or {})
-            if not row:
-                continue  # deleted since the index was built
-            meta = json.loads(row.get("metadata") or "{}")
-            turns = [t for m in members for t in index.docs[m].turns]
-            meta.update(source_turns=turns, tokens=tokens)
-            if len(members) > 1:
-                meta["span"] = {"ids": [int(index.ids[m]) for m in members], "session": index.docs[best].session}
-            if context_budget:  # the text counted against the budget is the whole text
-                row.update(narrative=text, facts="[]")
-            row["metadata"] = json.dumps(meta)
-            out.append((row, Hit(score=float(scores[best]), similarity=float(sim[best]), bm25=float(bm[best]),
-                                 cosine=float(cos[best]))))
+        spans = index.select(order, scores, limit, offset, context_budget)
+        rows = self.store.rows(int(index.ids[s.best]) for s in spans)
+        out = index.results(spans, rows, scores, sim, bm, cos, budgeted=bool(context_budget))
         if self.params.ranking == "seed":  # only its recency term reads the access times: no write otherwise
-            self.store.touch([int(index.ids[k]) for members, _, _, _ in groups for k in members])
+            self.store.touch([int(index.ids[k]) for s in spans for k in s.docs])
         return out
 
     def _weigh_uncorroborated(self, project: str, index: ProjectIndex, scores: "np.ndarray") -> "np.ndarray":

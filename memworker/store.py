@@ -591,6 +591,25 @@ class Store:
             row = self.conn.execute("SELECT MAX(event_epoch) FROM observations WHERE project=?", (project,)).fetchone()
         return row[0]
 
+    def has_transcript_memories(self, project: str) -> bool:
+        """Whether the project holds a memory extracted from a transcript (a queue item; not ``memory/save``)."""
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT 1 FROM observations WHERE project = ? AND queue_id IS NOT NULL LIMIT 1", (project,)).fetchone()
+        return row is not None
+
+    def transcript_facts(self, project: str, words: list[str], limit: int = 500) -> list[str]:
+        """The facts of up to ``limit`` of the project's memories extracted from transcripts whose text or
+        neighbouring text holds one of ``words`` (the full-text index's porter-stemmed match)."""
+        if not words:
+            return []
+        match = " OR ".join('{body context} : "%s"' % w.replace('"', '""') for w in words)
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT o.facts FROM obs_fts f JOIN observations o ON o.id = f.rowid WHERE obs_fts MATCH ?"
+                " AND o.project = ? AND o.queue_id IS NOT NULL LIMIT ?", (match, project, limit)).fetchall()
+        return [fact for (facts,) in rows for fact in json.loads(facts or "[]") if isinstance(fact, str)]
+
     def speakers(self, project: str) -> set[str]:
         if project not in self._speakers:
             with self.lock:

@@ -10,8 +10,21 @@ from locomo_kit.data_fetch import fetch_dataset
 from locomo_kit.dataset import Conversation, load_dataset
 from locomo_kit.runs import RunFolder
 
+from support import local_llm
 from support.report_runs import report_runs  # noqa: F401  (one session fixture: make run's run, shared by the report tests)
 from support.runs import OFFLINE, offline_outputs, run_offline, set_outputs
+
+LOCAL_LLM_TESTS = "test_local_llm.py"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A session that will run the local-LLM tests starts the server's build now, in the background."""
+    if not session.config.option.collectonly and any(item.path.name == LOCAL_LLM_TESTS for item in session.items):
+        local_llm.build_in_background()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    local_llm.stop_background_build()
 
 
 @pytest.fixture(scope="session")

@@ -84,6 +84,7 @@ def _data(report_runs) -> list[dict]:
     return json.loads(html[start:html.index("</script>", start)])["rows"]
 
 
+@pytest.mark.integration  # Chromium
 def test_make_runs_page_opens_cleanly_and_lists_all_152_questions(report_page):
     page = report_page.page
     assert report_page.errors == [] and report_page.requests == []
@@ -94,6 +95,7 @@ def test_make_runs_page_opens_cleanly_and_lists_all_152_questions(report_page):
     assert page.evaluate("() => [...document.images].filter(i => i.complete && i.naturalWidth > 400).length") == 5
 
 
+@pytest.mark.integration  # Chromium
 def test_filters_narrow_the_rows_as_the_records_say(report_page, report_runs):
     rows = _data(report_runs)
     page = report_page.page
@@ -122,6 +124,7 @@ def test_filters_narrow_the_rows_as_the_records_say(report_page, report_runs):
     assert 0 < n <= report_page.rows() < 152  # retrieved memories are searched too
 
 
+@pytest.mark.integration  # Chromium
 def test_sorting_by_a_score(report_page, report_runs):
     rows = _data(report_runs)
     page = report_page.page
@@ -150,6 +153,7 @@ def test_sorting_by_a_score(report_page, report_runs):
     assert result == {"asc": [2, 0, 1], "desc": [0, 2, 1], "lost": [2], "changed": [1], "text": [2]}
 
 
+@pytest.mark.integration  # Chromium
 def test_a_row_opens_to_the_whole_story_and_a_screenshot_is_kept(report_page, report_runs):
     rows = _data(report_runs)
     page = report_page.page
@@ -182,6 +186,7 @@ def test_a_row_opens_to_the_whole_story_and_a_screenshot_is_kept(report_page, re
     assert report_page.errors == []
 
 
+@pytest.mark.integration  # Chromium
 def test_the_compare_page_opens_cleanly(browser, report_runs, tmp_path):
     paths = write_comparison(compare([str(report_runs.default.path), str(report_runs.top_k.path)]), tmp_path / "cmp")
     opened = Opened(browser, paths["html"])
@@ -195,6 +200,7 @@ def test_the_compare_page_opens_cleanly(browser, report_runs, tmp_path):
     opened.page.close()
 
 
+@pytest.mark.integration  # Chromium
 def test_the_notebooks_in_jupyterlab(browser, tmp_path):
     """scripts/check_notebooks_in_browser.py: every cell of notebooks 01-05 run in JupyterLab, no error or
     warning, figures shown as images, long loops drawing progress bars, the explorer inline in 05."""

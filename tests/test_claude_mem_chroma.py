@@ -18,9 +18,10 @@ from locomo_kit.worker.client import WorkerClient
 from support.claude_mem_compressor import CompressorStandin
 from support.claude_mem_peer import real_worker, require_release
 
-pytestmark = pytest.mark.skipif(os.environ.get("LOCOMO_TEST_CHROMA") != "1",
-                                reason="opt-in: set LOCOMO_TEST_CHROMA=1 to run claude-mem with Chroma "
-                                "(one-time setup ~45 s, 675 MB)")
+pytestmark = [pytest.mark.integration,  # the real claude-mem Worker from npm, with Chroma
+              pytest.mark.skipif(os.environ.get("LOCOMO_TEST_CHROMA") != "1",
+                                 reason="opt-in: set LOCOMO_TEST_CHROMA=1 to run claude-mem with Chroma "
+                                 "(one-time setup ~45 s, 675 MB)")]
 
 
 @pytest.fixture(autouse=True)

@@ -25,6 +25,7 @@ from support.claude_mem_compressor import CompressorStandin
 from support.claude_mem_peer import env_without_outputs, real_worker, require_release, worker_log, worker_pid
 
 PROJECT = "locomo-eval-conv-26"
+pytestmark = pytest.mark.integration  # the real claude-mem Worker from npm
 
 
 @pytest.fixture(scope="module", autouse=True)

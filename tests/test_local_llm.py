@@ -5,8 +5,9 @@ by ``scripts/llm-server``) serving SmolLM2-135M-Instruct, one call at a time on 
 - claude-mem's compressor (the real Worker from npm) on conv-26's first session: compression fidelity;
 - memworker's ``--extractor llm``.
 
-Without cmake or a C/C++ compiler these tests skip and say why (``-ra``); the first run builds the
-server into ~/.cache/locomo-kit/llm-server (5-15 minutes). A 135M model is far too weak to be a
+Without cmake or a C/C++ compiler these tests skip and say why (``-ra``); the first session on a machine
+builds the server into ~/.cache/locomo-kit/llm-server (minutes; started in the background as soon as
+these tests are collected, see tests/local_llm.py). A 135M model is far too weak to be a
 good answerer, judge or compressor: these tests check that the kit works with such a server, not
 the model's quality (docs/local-models.md has the figures).
 """
@@ -24,6 +25,7 @@ import pytest
 from support.local_llm import MODEL, require_server, require_speed_for_claude_mem, running_server
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.integration  # a llama.cpp build (and npm for claude-mem)
 
 
 @pytest.fixture(scope="module")

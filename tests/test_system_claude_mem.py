@@ -10,6 +10,8 @@ from locomo_kit.testing.system_contract import SystemContract
 
 from support.claude_mem_peer import real_worker, require_release
 
+pytestmark = pytest.mark.integration  # the real claude-mem Worker from npm
+
 
 class TestClaudeMem(SystemContract):
     @pytest.fixture(scope="class")

@@ -31,6 +31,7 @@ def mem0_store(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("mem0")
 
 
+@pytest.mark.integration  # mem0's own environment
 class TestMem0Contract(SystemContract):
     @pytest.fixture(scope="class")
     @classmethod
@@ -67,6 +68,7 @@ def two_sessions(dataset):
     return dataclasses.replace(conv, sessions=(first,))
 
 
+@pytest.mark.integration  # mem0's own environment
 def test_infer_true_with_an_openai_compatible_llm(mem0_store, two_sessions):
     script = ExtractingScript()
     conv = two_sessions
@@ -92,6 +94,7 @@ def test_infer_true_with_an_openai_compatible_llm(mem0_store, two_sessions):
             assert len(script.requests) == calls and s.held(conv.sample_id) == len(session.turns)
 
 
+@pytest.mark.integration  # mem0's own environment
 def test_llm_failure_is_a_clear_error(mem0_store, two_sessions):
     script = Script([(500, {"error": {"message": "model crashed", "type": "server_error"}})])
     with serve(openai_app(script)) as url:

@@ -25,6 +25,7 @@ def mempalace_store(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("mempalace")
 
 
+@pytest.mark.integration  # mempalace's own environment
 class TestMemPalaceContract(SystemContract):
     @pytest.fixture(scope="class")
     @classmethod
@@ -48,6 +49,7 @@ def test_session_rendered_as_a_mempalace_transcript(conv26):
         assert line.lstrip("> ").startswith(f"[8 May 2023] {turn.speaker}: ")
 
 
+@pytest.mark.integration  # mempalace's own environment
 def test_exchange_chunks_map_back_to_their_turns_and_persist(mempalace_store, conv26):
     store = mempalace_store / "own"
     with create("mempalace", store) as s:

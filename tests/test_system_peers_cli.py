@@ -18,6 +18,7 @@ from support.peer_systems import require_toolchain
 
 SESSIONS = 3
 QUESTIONS = 30  # the first 30 of conv-26's questions (--limit)
+pytestmark = pytest.mark.integration  # the peers' own environments
 
 
 @pytest.fixture
