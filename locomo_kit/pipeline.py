@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 from locomo_kit.data_fetch import sha256_file
 from locomo_kit.dataset import Conversation, load_dataset, questions, select
 from locomo_kit.embedded import EmbeddedWorker
+from locomo_kit.imported.identity import imported_sample
 from locomo_kit.ingest import IngestSummary, check_health, ingest, worker_capabilities
 from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.paths import default_dataset_path
@@ -376,6 +377,7 @@ def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, conf
     from locomo_kit.scoring.gold import audit_for, keys_for
     from locomo_kit.scoring.score_run import score_answers
 
+    sample = imported_sample(run, sample)  # an imported run's answers span the conversations its file answers
     conversations, _ = load(sample, dataset_path)
     answers = load_answers(run, _answer_key(run, config_key))
     if not answers:
@@ -447,7 +449,7 @@ def run_report(run: RunFolder, sample: str, dataset_path: str | None = None):
     """Write report.md and figures from the run's records."""
     from locomo_kit.report.markdown import build_report
 
-    conversations, _ = load(sample, dataset_path)
+    conversations, _ = load(imported_sample(run, sample), dataset_path)
     return build_report(run, conversations)
 
 

@@ -13,6 +13,8 @@ from locomo_kit.report.completeness import banners
 from locomo_kit.report.errors import analyse
 from locomo_kit.report.figures import write_figures
 from locomo_kit.report.html import write_run_html
+from locomo_kit.imported.identity import imported
+from locomo_kit.report.imported import build_imported_report
 from locomo_kit.report.reliability import reliability_banners
 from locomo_kit.scoring.compression import section as compression_section
 from locomo_kit.report.run_warnings import run_warnings
@@ -142,6 +144,8 @@ def calibration_section(s: dict) -> list[str]:
 
 def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Path, list[Path], dict]:
     """Write ``report.md`` and ``figures/*.png`` into the run folder; return their paths and the summary."""
+    if imported(run.manifest()):  # answered elsewhere: its own sections (coverage first, no retrieval)
+        return build_imported_report(run, conversations)
     s = summarize_run(run)
     a = analyse(s, conversations)
     figures = write_figures(s, a, run.path / "figures")
