@@ -612,6 +612,9 @@ def build_parser() -> argparse.ArgumentParser:
     from locomo_kit.leaderboard_cli import add_parser as add_leaderboard
 
     add_leaderboard(sub)
+    from locomo_kit.import_cli import add_parser as add_import
+
+    add_import(sub)  # import, judge-bank
     return parser
 
 

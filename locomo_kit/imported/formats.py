@@ -61,13 +61,15 @@ class Mapping:
     bleu: str | None = None
     claim: str | None = None  # a dotted path to the file's own summary J (a fraction or a percentage)
     category_names: dict[str, int] = field(default_factory=dict)  # the file's category labels → LoCoMo ids
+    verdict_optional: bool = False  # a preset whose files come with and without verdicts (Mem0's forks, Zep's)
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, {}, "") or k in ("records", "answer")}
+        return {k: v for k, v in asdict(self).items()
+                if (v not in (None, {}, "", False) or k in ("records", "answer"))}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "the mapping") -> "Mapping":
-        unknown = sorted(set(data) - set(MAPPING_FIELDS) - {"category_names"})
+        unknown = sorted(set(data) - set(MAPPING_FIELDS) - {"category_names", "verdict_optional"})
         if unknown:
             raise ImportFormatError(f"{where}: unknown key(s) {', '.join(unknown)}; a mapping names "
                                     f"{', '.join(MAPPING_FIELDS)} and category_names")
@@ -77,8 +79,10 @@ class Mapping:
         bad = {k: v for k, v in names.items() if str(v) not in {"1", "2", "3", "4", "5"}}
         if bad:
             raise ImportFormatError(f"{where}: category_names must map to LoCoMo ids 1-5, got {bad}")
-        mapping = cls(**{k: (str(v) if v is not None else None) for k, v in data.items() if k != "category_names"},
-                      category_names={str(k).lower(): int(v) for k, v in names.items()})
+        mapping = cls(**{k: (str(v) if v is not None else None) for k, v in data.items()
+                         if k not in ("category_names", "verdict_optional")},
+                      category_names={str(k).lower(): int(v) for k, v in names.items()},
+                      verdict_optional=bool(data.get("verdict_optional")))
         if mapping.question is None and mapping.index is None:
             raise ImportFormatError(f"{where}: name the field that holds the question text (question=…) or its "
                                     "index in the conversation (index=…): records are matched by one of them")
@@ -100,11 +104,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("mem0", "Mem0's evaluation format (Memobase and other forks): {conversation index: [{question, answer "
            "(gold), response, category, bleu_score, f1_score, llm_score}]}",
            Mapping(records="*", conversation="@key", question="question", answer="response", category="category",
-                   verdict="llm_score", gold="answer", f1="f1_score", bleu="bleu_score")),
+                   verdict="llm_score", gold="answer", f1="f1_score", bleu="bleu_score", verdict_optional=True)),
     Preset("zep", "Zep's responses or grades: {locomo_experiment_user_<i>: [{question, answer, golden_answer, "
            "grade, category}]} (the grades file carries the verdicts)",
            Mapping(records="*", conversation="@key", question="question", answer="answer", category="category",
-                   verdict="grade", gold="golden_answer")),
+                   verdict="grade", gold="golden_answer", verdict_optional=True)),
     Preset("cognee", "Cognee's per-conversation metrics files: [{conversation_id, question_idx, category, answer, "
            "metrics.llm_judge.score}], joined by question index (no question text)",
            Mapping(records="", conversation="conversation_id", index="question_idx", answer="answer",
@@ -271,7 +275,8 @@ def _record(raw: Any, m: Mapping, path: Path, position: int, key: Any) -> Source
     if not isinstance(raw, dict):
         raise ImportFormatError(f"{where} is a {type(raw).__name__}, not an object: check records=")
     missing = [f"{name}={p}" for name, p in (("answer", m.answer), ("question", m.question), ("index", m.index),
-                                             ("category", m.category), ("verdict", m.verdict))
+                                             ("category", m.category),
+                                             ("verdict", None if m.verdict_optional else m.verdict))
                if p is not None and _missing(raw, p)]
     if m.conversation and not m.conversation.startswith("@") and _missing(raw, m.conversation):
         missing.append(f"conversation={m.conversation}")
