@@ -26,6 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _answer_options(p, budgets=True)
     _judge_options(p)
     _call_options(p)
+    p.add_argument("--imported", default="", metavar="RUN,…", help="imported runs (locomo-kit import) to show in their "
+                   "own section, answered elsewhere, scored here (never paired with the measured rows)")
     p.add_argument("--out", help="folder for the leaderboard (default outputs/leaderboards/<id>)")
     p.set_defaults(func=_cmd_leaderboard)
 
@@ -47,7 +49,8 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
                                  args.judge_protocol or "playbook", args.top_k, args.out,
                                  judge_runs=args.judge_runs, llm_base_url=args.answer_base_url,
                                  judge_base_url=args.judge_base_url, calibration_size=args.calibration_size,
-                                 calls=_call_settings(args), timeout=args.timeout)
+                                 calls=_call_settings(args), timeout=args.timeout,
+                                 imported=[r for r in args.imported.split(",") if r.strip()])
     except LeaderboardError as exc:
         raise CliError(str(exc)) from None
     for r in result.rows:

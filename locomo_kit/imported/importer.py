@@ -141,7 +141,7 @@ def import_outputs(paths: list[str | Path], mapping: Mapping, system: str, *, pr
                   "answerer": answerer or "not named by the source", "judge": judge or "not named by the source",
                   "files": [{"path": str(f.resolve()), "name": f.name, "sha256": s} for f, s in zip(files, shas)],
                   "preset": preset, "mapping": mapping.as_dict(), "empty_answers": empty_answers,
-                  "claim": None if claim_value is None else {"j": claim_value, "from": claim_from or claim_where,
+                  "claim": None if claim_value is None else {"j": claim_value, "from": claim_where or claim_from,
                                                              "where": claim_where, "scope": claim_scope or {}},
                   "catalogue": catalogue, "sample": ",".join(samples), "coverage": coverage,
                   "records": len(records), "reasons": reasons,
