@@ -488,7 +488,7 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
     paths["json"].write_text(json.dumps({"title": title, "sample": sample, "answerer": answer_model,
                                          "judge": judge_model, "protocol": protocol, "budgets": list(budgets),
                                          "rows": rows, "paired": paired, "quoted": quoted,
-                                         "answered_elsewhere": [{k: v for k, v in r.items() if k != "question_set"}
+                                         "answered_elsewhere": [{k: v for k, v in r.items() if k not in ("question_set", "path")}
                                                                 for r in elsewhere],
                                          "failed": [{"system": o.entry.spec, "error": o.error} for o in failed]},
                                         indent=2, default=str), encoding="utf-8")

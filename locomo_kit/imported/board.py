@@ -44,7 +44,7 @@ def imported_row(ref: str) -> dict[str, Any]:
         if j["protocol"] != SOURCE_PROTOCOL and j["answer_config_key"] == key and j.get("n_ok"):
             kit.setdefault(j["protocol"], []).append(j["mean"] >= (50 if j["protocol"] == "playbook" else 0.5))
     c = block["coverage"]
-    return {"system": block["system"], "run_id": run.run_id, "questions": len(scores),
+    return {"system": block["system"], "run_id": run.run_id, "path": str(run.path), "questions": len(scores),
             "coverage": f"{c['questions']:,} of {c['benchmark']:,}",
             "locomo_f1": 100 * statistics.mean(s["locomo_f1"] for s in scores),
             "mem0_f1": 100 * statistics.mean(s["mem0_f1"] for s in scores),
@@ -72,7 +72,7 @@ def imported_paired(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for group in groups.values():
         if len(group) < 2:
             continue
-        result = compare([g["run_id"] for g in group])
+        result = compare([g["path"] for g in group])
         for row in result["rows"]:
             if row["category"] != "overall" or row["unit"] != "points" or "official" not in row["label"].lower():
                 continue
