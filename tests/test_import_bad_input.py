@@ -139,3 +139,39 @@ def test_text_is_matched_after_whitespace_and_case_only(dataset):
     matches = match_records(recs, dataset)
     assert matches[0].reason is None and matches[0].question == q
     assert matches[1].reason == "category differs"
+
+
+def test_the_kits_judge_on_an_imported_run_through_a_loopback_server(outputs, memobase_small, dataset_path):
+    from claude_mem_standin import serve
+    from llm_standins import Script, openai_app, openai_completion
+
+    script = Script([(200, openai_completion(json.dumps({"explanation": "e", "label": "CORRECT"})))])
+    with serve(openai_app(script)) as url:
+        assert main(["import", str(memobase_small), "--system", "some-harness", *GENERIC,
+                     "--judge-model", "openai/judge", "--judge-base-url", f"{url}/v1", "--judge-protocol", "mem0",
+                     "--judge-runs", "1", "--calibration-size", "0", "--yes"]) == 0
+    run = RunFolder(next(p.name for p in (outputs / "runs").iterdir()))
+    report = (run.path / "report.md").read_text()
+    section = report.split("## 6. The kit's judge beside the source's verdicts")[1].split("## 7.")[0]
+    assert "| mem0 | openai/judge | 12 |" in section  # the kit's judge (always CORRECT) beside the source's verdicts
+    protocols = {j["protocol"] for j in run.records("judgements.jsonl")}
+    assert protocols == {"source", "mem0"}
+
+
+def test_judge_bank_command_through_a_loopback_server(outputs, tmp_path, capsys):
+    from claude_mem_standin import serve
+    from llm_standins import Script, openai_app, openai_completion
+
+    bank, _ = published_copy(tmp_path, "judge-bank/final-bank.json", "judge-bank/REPORT.md")
+    script = Script([(200, openai_completion(json.dumps({"explanation": "e", "label": "CORRECT"})))])
+    with serve(openai_app(script)) as url:
+        assert main(["judge-bank", "--bank", str(bank), "--judge-model", "openai/judge", "--judge-base-url",
+                     f"{url}/v1", "--judge-protocol", "strict", "--judge-runs", "1", "--yes",
+                     "--out", str(tmp_path / "bank")]) == 0
+    out = capsys.readouterr().out
+    assert "| specific-wrong | 80/80, 100.0% (95.4 to 100.0) | – |" in out  # no published rates for this prompt
+    assert sum(r["body"]["max_tokens"] > 1 for r in script.requests) == 240  # one call per item (plus a preflight)
+    not_a_bank = tmp_path / "x.json"
+    not_a_bank.write_text("{}")
+    assert main(["judge-bank", "--bank", str(not_a_bank), "--judge-model", "openai/j"]) == 1
+    assert "no 'items' list" in capsys.readouterr().err
