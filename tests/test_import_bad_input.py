@@ -175,3 +175,23 @@ def test_judge_bank_command_through_a_loopback_server(outputs, tmp_path, capsys)
     not_a_bank.write_text("{}")
     assert main(["judge-bank", "--bank", str(not_a_bank), "--judge-model", "openai/j"]) == 1
     assert "no 'items' list" in capsys.readouterr().err
+
+
+def test_the_leaderboard_command_shows_imported_runs_beside_measured_ones_and_apart(outputs, memobase_small,
+                                                                                   monkeypatch, capsys):
+    monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")
+    monkeypatch.setenv("CI", "1")
+    assert main(["import", str(memobase_small), "--system", "some-harness", *GENERIC]) == 0
+    imported_run = next(p for p in (outputs / "runs").iterdir() if p.name.startswith("imported-"))
+    assert main(["leaderboard", "--systems", "dense", "--sample", "conv-26", "--sessions", "2",
+                 "--imported", imported_run.name, "--out", str(outputs / "board")]) == 0
+    md = (outputs / "board" / "leaderboard.md").read_text()
+    measured, elsewhere = md.split("## Answered elsewhere, scored here")
+    assert "dense" in measured.split("## Paired differences")[0] and "some-harness" not in measured
+    assert "| some-harness | 12 of 1,986 | 12 |" in elsewhere.split("## Published")[0]
+    assert "No two imported runs answer the same questions" in elsewhere
+    board = json.loads((outputs / "board" / "leaderboard.json").read_text())
+    assert [r["system"] for r in board["answered_elsewhere"]] == ["some-harness"]
+    assert all("some-harness" not in r["system"] for r in board["rows"])
+    assert main(["leaderboard", "--systems", "dense", "--imported", "no-such-run"]) == 1
+    assert "not an imported run" in capsys.readouterr().err
