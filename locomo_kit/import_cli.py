@@ -7,12 +7,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from locomo_kit.imported.formats import PRESETS
+from locomo_kit.cli import CliError, _call_options, _call_settings, _finish, _judge_options
+from locomo_kit.data_fetch import DataFetchError
+from locomo_kit.imported.catalogue import entries, fetch_entry
+from locomo_kit.imported.formats import PRESETS, ImportFormatError, load_mapping, parse_map_options
+from locomo_kit.imported.importer import import_outputs
+from locomo_kit.imported.judge_bank import JudgeBankError, run_judge_bank
+from locomo_kit.pipeline import run_judge, run_report, run_score
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from locomo_kit.cli import _call_options, _judge_options
-
     p = sub.add_parser("import", help="import another harness's per-question outputs as a run, and score it here",
                        description="Read per-question outputs produced elsewhere (one file, or one per conversation), "
                        "match each record to its LoCoMo question by conversation and question text (whitespace and "
@@ -59,8 +63,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _catalogue_lines() -> list[str]:
-    from locomo_kit.imported.catalogue import entries
-
     lines = ["catalogue (locomo-kit import NAME):"]
     for name, e in entries().items():
         claim = e.claim.get("j")
@@ -71,13 +73,6 @@ def _catalogue_lines() -> list[str]:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from locomo_kit.cli import CliError, _call_settings
-    from locomo_kit.data_fetch import DataFetchError
-    from locomo_kit.imported.catalogue import entries, fetch_entry
-    from locomo_kit.imported.formats import ImportFormatError, load_mapping, parse_map_options
-    from locomo_kit.imported.importer import import_outputs
-    from locomo_kit.pipeline import run_judge, run_report, run_score
-
     if args.list:
         print("\n".join(_catalogue_lines()))
         return 0
@@ -127,8 +122,6 @@ def _cmd_import(args: argparse.Namespace) -> int:
         run_judge(run, args.judge_protocol or "playbook", args.judge_model, args.judge_runs, args.judge_base_url,
                   gold="both", calibration_size=args.calibration_size, dataset_path=args.dataset,
                   calls=_call_settings(args), timeout=args.timeout)
-        from locomo_kit.cli import _finish
-
         status = _finish([], run)
     report, _, summary = run_report(run, "all", args.dataset)
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
@@ -139,10 +132,6 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_judge_bank(args: argparse.Namespace) -> int:
-    from locomo_kit.cli import CliError, _call_settings
-    from locomo_kit.data_fetch import DataFetchError
-    from locomo_kit.imported.judge_bank import JudgeBankError, run_judge_bank
-
     if not args.judge_model:
         raise CliError("judge-bank needs --judge-model (anthropic/<model>, openai/<model> with --judge-base-url)")
     try:

@@ -16,6 +16,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from locomo_kit.cli import main as cli_main
 from locomo_kit.dataset import load_dataset
 from locomo_kit.imported.catalogue import entries
 from locomo_kit.paths import PROJECT_ROOT, default_dataset_path, outputs_dir
@@ -28,16 +29,12 @@ COMMAND = "python scripts/published_claims.py"
 
 
 def measure(name: str) -> dict:
-    from locomo_kit.cli import main
-
-    before = {p.name for p in (outputs_dir() / "runs").glob("imported-*")} if (outputs_dir() / "runs").is_dir() else set()
-    if main(["import", name]) != 0:
+    if cli_main(["import", name]) != 0:
         raise SystemExit(f"importing {name} failed (see above)")
     run = next(RunFolder(p.name) for p in sorted((outputs_dir() / "runs").glob("imported-*"),
                                                  key=lambda p: p.stat().st_mtime, reverse=True)
                if (p / "manifest.json").is_file()
                and json.loads((p / "manifest.json").read_text()).get("imported", {}).get("catalogue", {}).get("entry") == name)
-    del before
     m = run.manifest()
     block = m["imported"]
     key = m["answer"]["config_key"]

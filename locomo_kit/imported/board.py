@@ -9,8 +9,10 @@ shown only between imported runs over exactly the same questions (categories 1-4
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any, Sequence
 
+from locomo_kit.compare import compare
 from locomo_kit.imported.identity import SOURCE_PROTOCOL, imported
 from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.score_run import load_scores
@@ -19,8 +21,6 @@ SECTION = "Answered elsewhere, scored here"
 
 
 def _run(ref: str) -> RunFolder:
-    from pathlib import Path
-
     return RunFolder(ref) if "/" not in ref else RunFolder(Path(ref).name, root=Path(ref).parent)
 
 
@@ -63,8 +63,6 @@ def imported_rows(refs: Sequence[str]) -> list[dict[str, Any]]:
 
 def imported_paired(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Official F1 differences between imported runs over identical question sets (against the group's first)."""
-    from locomo_kit.compare import compare
-
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault(tuple(r["question_set"]), []).append(r)

@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from locomo_kit.data_fetch import sha256_file
+from locomo_kit.imported.catalogue import fetch_entry
+from locomo_kit.llm import make_llm
+from locomo_kit.pipeline import llm_cache_path
 from locomo_kit.paths import outputs_dir
 from locomo_kit.runs import RunFolder, slug, utc_now
 from locomo_kit.scoring.aggregate import wilson_ci
@@ -118,10 +121,6 @@ def run_judge_bank(judge_model: str, protocol: str = "mem0", bank: str | Path | 
                    log=print) -> dict[str, Any]:
     """Judge the bank with ``judge_model`` under ``protocol`` (``llm``: an LLM object instead, e.g. the
     scripted one in tests) and write ``judge-bank.md`` and ``judge-bank.json``; returns the result."""
-    from locomo_kit.imported.catalogue import fetch_entry
-    from locomo_kit.llm import make_llm
-    from locomo_kit.pipeline import llm_cache_path
-
     if bank is None:
         _, files, aux = fetch_entry("judge-bank")
         bank, report_md = files[0], report_md or aux.get("REPORT.md")

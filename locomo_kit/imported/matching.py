@@ -89,7 +89,7 @@ def match_records(records: list[SourceRecord], conversations: list[Conversation]
             continue
         if q is not None and reason is None:
             taken.add((q.sample_id, q.index))
-        out.append(Match(r, q if reason is None else q, reason, by))
+        out.append(Match(r, q, reason, by))
     return out
 
 

@@ -22,7 +22,6 @@ from locomo_kit.report.aggregate import summarize_run
 from locomo_kit.report.html import write_run_html
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.scoring.aggregate import wilson_ci
-from locomo_kit.scoring.locomo_f1 import locomo_f1
 from locomo_kit.scoring.score_run import load_scores
 
 SCORE_TOLERANCE = 1e-4  # the source's per-question scores are printed to about 4-16 digits
@@ -258,7 +257,6 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
         lines += [f"Recomputed over the claim's scope: {verdict}."
                   + (f" The scope leaves out {claim['excluded']} questions listed by the source." if claim["excluded"]
                      else ""), ""]
-        by_cat = block.get("claim", {}) or {}
         cat_claims = ((block.get("catalogue") or {}).get("claim_by_category") or {})
         if cat_claims:
             rows = []
@@ -266,7 +264,6 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
                 v = [a["imported"]["verdict"] for a in answers if a["category"] == c and a["imported"].get("verdict") is not None]
                 rows.append([f"{c} {CATEGORY_NAMES[c]}", len(v), _j(v)[0], cat_claims.get(str(c))])
             lines += _table(["category", "n", "J recomputed %", "claimed %"], rows)
-        del by_cat
 
     flips = audited_flips(answers, audited)
     lines += ["## 3. Both gold keys", "",
