@@ -195,3 +195,17 @@ def test_the_leaderboard_command_shows_imported_runs_beside_measured_ones_and_ap
     assert all("some-harness" not in r["system"] for r in board["rows"])
     assert main(["leaderboard", "--systems", "dense", "--imported", "no-such-run"]) == 1
     assert "not an imported run" in capsys.readouterr().err
+
+
+def test_zep_responses_and_grades_join_and_a_mismatch_is_refused(outputs, tmp_path, dataset_path):
+    responses, grades = published_copy(tmp_path, "zep/zep_locomo_responses.json", "zep/zep_locomo_grades.json")
+    result = import_outputs([responses, grades], load_mapping("zep"), "zep", preset="zep", dataset_path=dataset_path)
+    assert result.records == 1540 and result.imported == 1540 and not result.reasons
+    assert "the same answers" in result.run.manifest()["imported"]["joined"]
+    only = import_outputs([responses], load_mapping("zep"), "zep-responses", dataset_path=dataset_path)
+    assert only.imported == 1540 and not list(only.run.records("judgements.jsonl"))  # no verdicts, no judgement
+    data = json.loads(responses.read_text())
+    data["locomo_experiment_user_0"][0]["answer"] = "something else"
+    responses.write_text(json.dumps(data))
+    with pytest.raises(ImportFormatError, match="disagree on 1 answers"):
+        import_outputs([responses, grades], load_mapping("zep"), "zep", dataset_path=dataset_path)

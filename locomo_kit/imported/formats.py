@@ -61,7 +61,7 @@ class Mapping:
     bleu: str | None = None
     claim: str | None = None  # a dotted path to the file's own summary J (a fraction or a percentage)
     category_names: dict[str, int] = field(default_factory=dict)  # the file's category labels → LoCoMo ids
-    verdict_optional: bool = False  # a preset whose files come with and without verdicts (Mem0's forks, Zep's)
+    verdict_optional: bool = False  # files come with and without verdicts and categories (Mem0's forks, Zep's)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items()
@@ -248,7 +248,40 @@ def read_records(paths: list[Path], mapping: Mapping) -> tuple[list[SourceRecord
                 position += 1
     if mapping.conversation == "@sequence":
         _number_sequence(out)
+    if mapping.verdict_optional and len(paths) == 2:
+        out, info["joined"] = join_verdicts(out)
     return out, info
+
+
+def join_verdicts(records: list[SourceRecord]) -> tuple[list[SourceRecord], str]:
+    """Two files of the same answers, one with verdicts (Zep's responses and grades): the graded file's
+    records, after checking that every answer of the other file is the same (an error otherwise)."""
+    files = list(dict.fromkeys(r.file for r in records))
+    by_file = {f: [r for r in records if r.file == f] for f in files}
+    graded = [f for f in files if any(r.verdict is not None for r in by_file[f])]
+    if len(graded) != 1:
+        raise ImportFormatError(f"two files ({', '.join(files)}): expected one with verdicts (grades) and one "
+                                f"without (responses), found {len(graded)} with verdicts; import them one at a time")
+    other = next(f for f in files if f != graded[0])
+
+    def keyed(rs: list[SourceRecord]) -> dict[tuple, SourceRecord]:  # a question asked twice: its nth occurrence
+        seen: dict[tuple, int] = {}
+        out = {}
+        for r in rs:
+            k = (str(r.conversation), r.question)
+            seen[k] = seen.get(k, 0) + 1
+            out[(*k, seen[k])] = r
+        return out
+
+    answers, primary = keyed(by_file[other]), keyed(by_file[graded[0]])
+    differ = [r for k, r in primary.items() if k in answers and answers[k].prediction != r.prediction]
+    missing = sum(k not in answers for k in primary)
+    if differ:
+        r = differ[0]
+        raise ImportFormatError(f"{other} and {graded[0]} disagree on {len(differ)} answers (first: conversation "
+                                f"{r.conversation}, {r.question!r}): they are not the same run")
+    return by_file[graded[0]], (f"{graded[0]} joined with {other}: the same answers"
+                                + (f" ({missing} of the graded records have no response)" if missing else ""))
 
 
 def _groups(doc: Any, mapping: Mapping, path: Path) -> list[tuple[Any, list]]:
@@ -275,7 +308,7 @@ def _record(raw: Any, m: Mapping, path: Path, position: int, key: Any) -> Source
     if not isinstance(raw, dict):
         raise ImportFormatError(f"{where} is a {type(raw).__name__}, not an object: check records=")
     missing = [f"{name}={p}" for name, p in (("answer", m.answer), ("question", m.question), ("index", m.index),
-                                             ("category", m.category),
+                                             ("category", None if m.verdict_optional else m.category),
                                              ("verdict", None if m.verdict_optional else m.verdict))
                if p is not None and _missing(raw, p)]
     if m.conversation and not m.conversation.startswith("@") and _missing(raw, m.conversation):

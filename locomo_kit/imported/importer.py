@@ -144,7 +144,7 @@ def import_outputs(paths: list[str | Path], mapping: Mapping, system: str, *, pr
                   "claim": None if claim_value is None else {"j": claim_value, "from": claim_where or claim_from,
                                                              "where": claim_where, "scope": claim_scope or {}},
                   "catalogue": catalogue, "sample": ",".join(samples), "coverage": coverage,
-                  "records": len(records), "reasons": reasons,
+                  "records": len(records), "reasons": reasons, "joined": info.get("joined"),
                   "file_verdicts": {"records": sum(r.verdict is not None for r in records),
                                     "correct": sum(r.verdict is True for r in records)}, "normalisation": NORMALISATION},
         system={"name": system, "version": None, "settings": {"label": "answered elsewhere, scored here"}},
