@@ -99,7 +99,9 @@ def test_imported_runs_are_runs_for_score_export_and_compare(imports, monkeypatc
     with open(tmp_path / "q.csv", newline="") as fh:
         assert len(list(csv.DictReader(fh))) == 1540
     assert main(["compare", str(imports["memobase"].path), str(run.path), "--out", str(tmp_path / "cmp")]) == 0
-    assert "1540 shared questions" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1540 shared questions" in out and "covers 1,540 of the benchmark's 1,986 questions" in out
+    assert "> **Coverage.**" in (tmp_path / "cmp" / "compare.md").read_text().split("## Runs")[0]
 
 
 def test_the_leaderboard_keeps_imported_runs_in_their_own_section(imports):
