@@ -209,3 +209,12 @@ def test_zep_responses_and_grades_join_and_a_mismatch_is_refused(outputs, tmp_pa
     responses.write_text(json.dumps(data))
     with pytest.raises(ImportFormatError, match="disagree on 1 answers"):
         import_outputs([responses, grades], load_mapping("zep"), "zep", dataset_path=dataset_path)
+
+
+def test_a_file_without_verdicts_reports_that_the_claim_cannot_be_recomputed(outputs, tmp_path, dataset_path, capsys):
+    (responses,) = published_copy(tmp_path, "zep/zep_locomo_responses.json")
+    assert main(["import", str(responses), "--preset", "zep", "--system", "zep", "--claim", "75.14"]) == 0
+    run = next(p for p in (outputs / "runs").iterdir())
+    report = (run / "report.md").read_text()
+    assert "the file carries no verdicts to recompute the claim 75.14 from" in report
+    assert "Coverage: 1,540 of the benchmark's 1,986 questions" in report

@@ -249,6 +249,8 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
         scope = claim["scope"].get("description") or ("every record of the file with a verdict, matched or not" if not claim["scope"]
                                                       else json.dumps(claim["scope"]))
         verdict = ("no claim was given (`--claim`) or found in the file" if claim["claim"] is None else
+                   f"the file carries no verdicts to recompute the claim {claim['claim']} from" if "agrees" not in claim
+                   else
                    f"**{'agrees' if claim['agrees'] else 'does not agree'}** with the claim {claim['claim']} "
                    f"({claim['claim_from']}; difference {claim['difference']:+.2f} points)")
         lines += _table(["J from the source's verdicts", "questions", "J %", "95% Wilson CI"], [
