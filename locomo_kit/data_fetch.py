@@ -103,6 +103,13 @@ def _fetch_pinned(dest: Path, source: str, expected_sha256: str, force: bool, ti
     return dest
 
 
+def fetch_pinned_file(dest: Path, source: str, expected_sha256: str, *, env_var: str, name: str, what: str,
+                      force: bool = False, timeout: float = 60.0, origin: str | None = None) -> Path:
+    """Any pinned file (a published harness output, say) the same way: copied or downloaded, sha256-checked."""
+    return _fetch_pinned(dest, source, expected_sha256, force, timeout, env_var=env_var, name=name, what=what,
+                         origin=origin)
+
+
 def fetch_dataset(
     dest: Path | None = None,
     source: str | None = None,

@@ -27,6 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_answer_options(p, budgets=True)
     add_judge_options(p)
     add_call_options(p)
+    p.add_argument("--imported", default="", metavar="RUN,…", help="imported runs (locomo-kit import) to show in their "
+                   "own section, answered elsewhere, scored here (never paired with the measured rows)")
     p.add_argument("--out", help="folder for the leaderboard (default outputs/leaderboards/<id>)")
     p.set_defaults(func=handle)
 
@@ -44,7 +46,8 @@ def handle(args: argparse.Namespace) -> int:
                                  judge_protocol=args.judge_protocol or "playbook", top_k=args.top_k, out=args.out,
                                  judge_runs=args.judge_runs, llm_base_url=args.answer_base_url,
                                  judge_base_url=args.judge_base_url, calibration_size=args.calibration_size,
-                                 calls=call_settings(args), timeout=args.timeout)
+                                 calls=call_settings(args), timeout=args.timeout,
+                                 imported=[r for r in args.imported.split(",") if r.strip()])
     except LeaderboardError as exc:
         raise CliError(str(exc)) from None
     for r in result.rows:

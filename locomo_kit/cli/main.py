@@ -14,6 +14,7 @@ from locomo_kit.cli import (
     compare,
     data,
     export,
+    imports,
     ingest,
     leaderboard,
     report,
@@ -27,7 +28,7 @@ from locomo_kit.cli.common import CliError
 from locomo_kit.dataset import DatasetError, with_sessions
 from locomo_kit.worker.client import WorkerError
 
-COMMANDS = (data, stats, systems, ingest, verify, answer, score, report, export, run, compare, leaderboard)
+COMMANDS = (data, stats, systems, ingest, verify, answer, score, report, export, run, compare, leaderboard, imports)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,6 +37,7 @@ from locomo_kit.reports.baselines import LOCOMO_F1, MEM0_F1, MEM0_J, MEM0_LATENC
 from locomo_kit.reports.comparison import compare
 from locomo_kit.reports.figures import save_figure
 from locomo_kit.reports.html import render_markdown, render_page, write_html
+from locomo_kit.reports.imported_board import imported_lines, imported_rows
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder, ingestion_folder, slug, utc_now
 from locomo_kit.runs.records import INGEST_FILE
@@ -334,7 +335,7 @@ def leaderboard_id(sample: str, entries: Sequence[Entry], answer_model: str, bud
 def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budgets: str | Sequence[int] | None = None,
                     answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
                     top_k: int | None = None, out: str | Path | None = None, log: Callable[[str], None] = print,
-                    **run_options: Any) -> LeaderboardResult:
+                    imported: Sequence[str] = (), **run_options: Any) -> LeaderboardResult:
     """Run (or reuse) every system at every budget and write the leaderboard (see module doc).
 
     ``run_options`` go to :func:`~locomo_kit.pipeline.stages.run_all` unchanged (``judge_runs``, ``llm_base_url``,
@@ -343,6 +344,7 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
 
     entries = parse_systems(systems)
     budgets = parse_budgets(budgets) or [1000]
+    elsewhere = imported_rows(imported)  # checked before any work: each must be an imported, scored run
     answer_model = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL)
     protocol = judge_protocol if judge_model else None
     outcomes: list[SystemOutcome] = []
@@ -380,7 +382,7 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
             rows.append(measured_row(label, r.run, r.ok))
     folder = Path(out) if out else outputs_dir() / "leaderboards" / leaderboard_id(sample, entries, answer_model,
                                                                                   budgets, judge_model)
-    paths = write_leaderboard(folder, rows, outcomes, sample, answer_model, judge_model, protocol, budgets)
+    paths = write_leaderboard(folder, rows, outcomes, sample, answer_model, judge_model, protocol, budgets, elsewhere)
     return LeaderboardResult(folder, rows, outcomes, paths, all(o.ok for o in outcomes) and bool(rows))
 
 
@@ -393,7 +395,7 @@ def leaderboard_html(markdown: Path, title: str) -> Path:
 
 def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[SystemOutcome], sample: str,
                       answer_model: str, judge_model: str | None, protocol: str | None,
-                      budgets: Sequence[int]) -> dict[str, Path]:
+                      budgets: Sequence[int], elsewhere: Sequence[dict[str, Any]] = ()) -> dict[str, Path]:
     """``leaderboard.md``, ``.csv``, ``.json``, ``.png`` (and ``curve.*`` with several budgets) in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     paired = paired_rows(rows) if rows else []
@@ -429,6 +431,7 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
     md += ["## Paired differences against the first system", "",
            "Over the questions both runs answered; paired bootstrap 95% interval (locomo_kit.reports.comparison); MDD: the "
            "smallest difference this many questions detects with 80% power.", ""] + paired_lines(paired)
+    md += imported_lines(list(elsewhere))  # imported runs: their own section, never paired with the rows above
     md += [f"## Published ({QUOTED})", "",
            "Other harnesses, other answerers (gpt-4o-mini), judges, retrieval depths and question mixes: set beside "
            "the table for orientation only, never compared with it.", ""] + quoted_lines(quoted)
@@ -476,6 +479,8 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
     paths["json"].write_text(json.dumps({"title": title, "sample": sample, "answerer": answer_model,
                                          "judge": judge_model, "protocol": protocol, "budgets": list(budgets),
                                          "rows": rows, "paired": paired, "quoted": quoted,
+                                         "answered_elsewhere": [{k: v for k, v in r.items() if k not in ("question_set", "path")}
+                                                                for r in elsewhere],
                                          "failed": [{"system": o.entry.spec, "error": o.error} for o in failed]},
                                         indent=2, default=str), encoding="utf-8")
     return paths

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from locomo_kit.data_fetch import sha256_file
 from locomo_kit.dataset import Conversation, load_dataset, partial_note, questions, select
+from locomo_kit.imported.identity import imported_sample
 from locomo_kit.ingestion.summary import IngestFailed, IngestSummary, NotIngested, ingest_outcome
 from locomo_kit.ingestion.worker import ingest_into_worker
 from locomo_kit.llm import DEFAULT_ANSWER_MODEL, DEFAULT_JUDGE_MODEL, make_llm, resolve_auto
@@ -331,6 +332,7 @@ def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, conf
     """Score saved answers (official F1, Mem0 F1/BLEU-1, retrieval diagnostics) under the gold key(s)
     ``original``, ``audited`` or ``both``; returns the scores of the first key."""
 
+    sample = imported_sample(run, sample)  # an imported run's answers span the conversations its file answers
     conversations, _ = load(sample, dataset_path)
     answers = load_answers(run, _answer_key(run, config_key))
     if not answers:
@@ -397,7 +399,7 @@ def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str | Non
 def run_report(run: RunFolder, sample: str, dataset_path: str | None = None):
     """Write report.md and figures from the run's records."""
 
-    conversations, _ = load(sample, dataset_path)
+    conversations, _ = load(imported_sample(run, sample), dataset_path)
     return build_report(run, conversations)
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from locomo_kit.costs import cost
 from locomo_kit.dataset import CATEGORY_NAMES
+from locomo_kit.imported.identity import coverage_lines, coverage_notes, imported_coverage
 from locomo_kit.reports.figures import save_figure
 from locomo_kit.reports.html import write_compare_html
 from locomo_kit.reports.system_facts import system_label
@@ -135,7 +136,8 @@ def load_run(run: str | Path, gold: str = "original") -> RunData:
                    {"config_key": key, "answerer": answers[0].get("answerer"), "top_k": answers[0].get("top_k"),
                     "context_budget": answers[0].get("context_budget"),
                     "source": answers[0].get("source"), "worker": manifest.get("worker", {}),
-                    "parameters": manifest.get("parameters", {})})
+                    "parameters": manifest.get("parameters", {}),
+                    "imported": imported_coverage(manifest)})
     for a in answers:
         if int(a["category"]) == 5:
             continue
@@ -211,7 +213,7 @@ def compare(runs: Iterable[str | Path], gold: str = "original") -> dict[str, Any
     if not shared:
         raise CompareError("the runs share no question of categories 1-4: nothing to compare")
     metrics = list(QUALITY)
-    notes = []
+    notes = coverage_notes([{"run_id": d.run_id, "config": d.config} for d in data])
     shared_judges = sorted(set.intersection(*(set(d.judges) for d in data)))
     for column in shared_judges:
         metrics.insert(2, Metric(column, f"{column} (0-100)" if column.startswith("J playbook") else f"{column} %",
@@ -346,6 +348,7 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
           f"{result['shared_questions']} questions of categories 1-4 answered by every run ({result['gold']} gold key). "
           f"Differences are run − {runs[0]['run_id']}; intervals: {result['method']['interval']}; "
           f"MDD (minimal detectable difference): {result['method']['mdd']}.", ""]
+    md += coverage_lines(runs)  # answered elsewhere: what each imported run's file covers, before any number
     md += ["## Runs", ""] + [f"- **{r['run_id']}**: {r['label']}; config {r['config']['config_key']}, "
                              f"{r['questions']} questions" for r in runs] + [""]
     md += ["## Verdict", ""] + [f"- {s}" for s in statements(result)] + [f"- {n}" for n in result["notes"]] + [""]

@@ -7,11 +7,13 @@ from typing import Any
 
 from locomo_kit.data_fetch import AUDIT_COMMIT
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
+from locomo_kit.imported.identity import imported
 from locomo_kit.reports.baselines import FOOTNOTES, LOCOMO_F1, MEM0_F1, MEM0_J, MEM0_LABELLING, MEM0_LATENCY
 from locomo_kit.reports.completeness import banners
 from locomo_kit.reports.errors import analyse
 from locomo_kit.reports.figures import write_figures
 from locomo_kit.reports.html import write_run_html
+from locomo_kit.reports.imported import build_imported_report
 from locomo_kit.reports.pending import failed_answers, incomplete_judgements
 from locomo_kit.reports.reliability import reliability_banners
 from locomo_kit.reports.run_warnings import run_warnings
@@ -142,6 +144,8 @@ def calibration_section(s: dict) -> list[str]:
 
 def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Path, list[Path], dict]:
     """Write ``report.md`` and ``figures/*.png`` into the run folder; return their paths and the summary."""
+    if imported(run.manifest()):  # answered elsewhere: its own sections (coverage first, no retrieval)
+        return build_imported_report(run, conversations)
     s = summarize_run(run)
     a = analyse(s, conversations)
     figures = write_figures(s, a, run.path / "figures")

@@ -67,15 +67,16 @@ def score_answer(record: dict, turn_text: dict[str, str], gold_key: str = "origi
     if n_sessions is None:
         n_sessions = len({t[1:].split(":")[0] for t in turn_text})
     sessions = session_recall(evidence, retrieved, turn_text, n_sessions)
-    if record.get("source") == "full-context":
-        coverage, method = {f"@{k}": None for k in COVERAGE_KS}, "full-context"
+    no_context = record.get("source") == "imported" and not retrieved  # answered elsewhere, no context imported
+    if record.get("source") == "full-context" or no_context:
+        coverage, method = {f"@{k}": None for k in COVERAGE_KS}, "no context imported" if no_context else "full-context"
         rr, ndcgs, recall, sessions = None, {f"@{k}": None for k in NDCG_KS}, None, None
     return QuestionScore(
         sample_id=record["sample_id"], question_index=int(record["question_index"]), category=cat,
         config_key=record["config_key"], locomo_f1=locomo_f1(pred, gold or "", cat),
         mem0_f1=None if cat == 5 else mem0_f1(pred, gold), bleu1=None if cat == 5 else bleu1(pred, gold),
         evidence_coverage=coverage, coverage_method=method,
-        answer_in_context=None if cat == 5 or record.get("source") == "full-context"
+        answer_in_context=None if cat == 5 or record.get("source") == "full-context" or no_context
         else answer_in_context(gold, record.get("retrieved", [])),
         evidence_sessions=sorted({int(e[1:].split(":")[0]) for e in evidence}),
         gold_key=gold_key, gold_changed=gold_key == "audited" and entry is not None and entry.answer_changed,

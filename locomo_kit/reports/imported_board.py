@@ -1,0 +1,112 @@
+"""Imported runs on the leaderboard: their own section, "answered elsewhere, scored here".
+
+Each imported run is one row (coverage, official F1 and Mem0 F1 over categories 1-4, the source's J
+recomputed from its verdicts, the kit's J when judged here, answer length). Paired differences are
+shown only between imported runs over exactly the same questions (categories 1-4), through
+:func:`locomo_kit.reports.comparison.compare`; never against the measured rows, which answer other questions.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any, Sequence
+
+from locomo_kit.imported.identity import SOURCE_PROTOCOL, imported
+from locomo_kit.reports.comparison import compare
+from locomo_kit.runs import RunFolder
+from locomo_kit.runs.records import load_scores
+
+SECTION = "Answered elsewhere, scored here"
+
+
+def _run(ref: str) -> RunFolder:
+    return RunFolder(ref) if "/" not in ref else RunFolder(Path(ref).name, root=Path(ref).parent)
+
+
+def imported_row(ref: str) -> dict[str, Any]:
+    """One row for an imported run; a ValueError when ``ref`` is not an imported, scored run."""
+    run = _run(ref)
+    m = run.manifest()
+    block = imported(m)
+    if block is None:
+        raise ValueError(f"{ref}: not an imported run (locomo-kit import makes one); measured runs go in --systems")
+    key = m.get("answer", {}).get("config_key")
+    scores = [s for s in load_scores(run, key) if s["category"] != 5]
+    if not scores:
+        raise ValueError(f"{ref}: not scored yet: run `locomo-kit score --run-id {run.run_id}`")
+    answers = {(a["sample_id"], a["question_index"]): a for a in run.records("answers.jsonl")
+               if a.get("config_key") == key}
+    verdicts = [a["imported"]["verdict"] for a in answers.values()
+                if a["category"] != 5 and a.get("imported", {}).get("verdict") is not None]
+    kit = {}
+    for j in run.records("judgements.jsonl"):
+        if j["protocol"] != SOURCE_PROTOCOL and j["answer_config_key"] == key and j.get("n_ok"):
+            kit.setdefault(j["protocol"], []).append(j["mean"] >= (50 if j["protocol"] == "playbook" else 0.5))
+    c = block["coverage"]
+    return {"system": block["system"], "run_id": run.run_id, "path": str(run.path), "questions": len(scores),
+            "coverage": f"{c['questions']:,} of {c['benchmark']:,}",
+            "locomo_f1": 100 * statistics.mean(s["locomo_f1"] for s in scores),
+            "mem0_f1": 100 * statistics.mean(s["mem0_f1"] for s in scores),
+            "j_source": 100 * sum(verdicts) / len(verdicts) if verdicts else None,
+            "j_kit": {p: 100 * sum(v) / len(v) for p, v in kit.items()},
+            "claim": (block.get("claim") or {}).get("j"),
+            "answer_words": statistics.mean(len(str(answers[(s["sample_id"], s["question_index"])]["prediction"]).split())
+                                            for s in scores),
+            "answerer": block.get("answerer"), "judge": block.get("judge"),
+            "question_set": sorted((s["sample_id"], s["question_index"]) for s in scores)}
+
+
+def imported_rows(refs: Sequence[str]) -> list[dict[str, Any]]:
+    return [imported_row(r) for r in refs]
+
+
+def imported_paired(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Official F1 differences between imported runs over identical question sets (against the group's first)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r["question_set"]), []).append(r)
+    out = []
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        result = compare([g["path"] for g in group])
+        for row in result["rows"]:
+            if row["category"] != "overall" or row["unit"] != "points" or "official" not in row["label"].lower():
+                continue
+            for r, cmp_ in zip(group[1:], row["comparisons"]):
+                out.append({"system": r["system"], "baseline": group[0]["system"], "n": row["n"], "diff": cmp_["diff"],
+                            "ci_low": cmp_["ci_low"], "ci_high": cmp_["ci_high"], "verdict": cmp_["verdict"]})
+    return out
+
+
+def _f(v: Any, digits: int = 1) -> str:
+    return "–" if v is None else f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The leaderboard's section for imported runs (empty when there are none)."""
+    if not rows:
+        return []
+    lines = [f"## {SECTION}", "",
+             "Answers produced by other harnesses (their own answerers, prompts and judges), imported with `locomo-kit "
+             "import` and scored here with the same scorer and gold key (categories 1-4). They answer other questions "
+             "than the rows above, with other answerers, so they are never paired with them. J (source): the source's "
+             "own verdicts recomputed over the matched questions; J (kit): the kit's judge, where it judged the run.", "",
+             "| system | coverage | n (cats 1-4) | official F1 % | Mem0 F1 % | answer words | J (source) % | claimed J % | "
+             "J (kit) % | answerer | run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        kit = "; ".join(f"{p} {_f(v)}" for p, v in sorted(r["j_kit"].items())) or "–"
+        lines.append(f"| {r['system']} | {r['coverage']} | {r['questions']} | {_f(r['locomo_f1'])} | {_f(r['mem0_f1'])} | "
+                     f"{_f(r['answer_words'])} | {_f(r['j_source'])} | {_f(r['claim'])} | {kit} | {r['answerer']} | "
+                     f"`{r['run_id']}` |")
+    paired = imported_paired(rows)
+    lines += [""]
+    if paired:
+        lines += ["Paired differences of official F1 between imported runs over the same questions (paired bootstrap "
+                  "95% interval):", "", "| system | against | n | difference [95% CI] | verdict |", "|---|---|---|---|---|"]
+        lines += [f"| {p['system']} | {p['baseline']} | {p['n']} | {p['diff']:+.1f} [{p['ci_low']:+.1f}, "
+                  f"{p['ci_high']:+.1f}] | {p['verdict']} |" for p in paired] + [""]
+    else:
+        lines += ["No two imported runs answer the same questions: no paired difference is shown.", ""]
+    return lines
