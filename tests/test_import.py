@@ -13,7 +13,7 @@ from import_helpers import PUBLISHED, published_copy
 
 from locomo_kit.cli import main
 from locomo_kit.llm import ScriptedLLM
-from locomo_kit.pipeline.stages.stages.judge_bank import published_rates, run_judge_bank
+from locomo_kit.pipeline.judge_bank import published_rates, run_judge_bank
 from locomo_kit.reports.imported_board import SECTION, imported_lines, imported_rows
 from locomo_kit.runs import RunFolder
 
