@@ -341,14 +341,22 @@ def figure(result: dict[str, Any], path: Path) -> Path:
 
 
 def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
-    """``compare.md``, ``compare.json`` and ``compare.png`` in ``folder``."""
+    """``compare.md``, ``compare.json``, ``compare.png``, ``questions.png`` (which runs answer which questions)
+    and ``compare.html`` (the same, with the question explorer across the runs) in ``folder``; the flips of
+    every pair of runs (:mod:`locomo_kit.report.flips`) in all of them."""
     import json
 
-    from locomo_kit.report.html import write_compare_html
+    # deferred: report.flips imports this module (paired_bootstrap)
+    from locomo_kit.report.question_table import RunRef
+    from locomo_kit.report.runs_explorer import cross_runs, write_runs_page
 
     folder.mkdir(parents=True, exist_ok=True)
     png = figure(result, folder / "compare.png")
     runs = result["runs"]
+    letters = [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(len(runs))]
+    across = cross_runs([RunRef(x, resolve(r["path"]), r["label"]) for x, r in zip(letters, runs)], folder,
+                        gold=result["gold"])
+    result = {**result, "flips": across.flips, "flip_basis": across.table["basis"]}
     md = [f"# Comparison: {', '.join(r['run_id'] for r in runs)}", "",
           f"{result['shared_questions']} questions of categories 1-4 answered by every run ({result['gold']} gold key). "
           f"Differences are run − {runs[0]['run_id']}; intervals: {result['method']['interval']}; "
@@ -357,7 +365,10 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
                              f"{r['questions']} questions" for r in runs] + [""]
     md += ["## Verdict", ""] + [f"- {s}" for s in statements(result)] + [f"- {n}" for n in result["notes"]] + [""]
     md += ["## Paired table", ""] + table_lines(result) + ["", f"![paired differences]({png.name})", ""]
+    md += across.lines
     (folder / "compare.md").write_text("\n".join(md), encoding="utf-8")
     (folder / "compare.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
-    html = write_compare_html(folder / "compare.md", title=f"Comparison: {', '.join(r['run_id'] for r in runs)}")
-    return {"markdown": folder / "compare.md", "json": folder / "compare.json", "figure": png, "html": html}
+    html = write_runs_page(folder / "compare.md", folder / "compare.html",
+                           f"Comparison: {', '.join(r['run_id'] for r in runs)}", across.table)
+    return {"markdown": folder / "compare.md", "json": folder / "compare.json", "figure": png, "html": html,
+            "questions_figure": across.figure}

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from locomo_kit.budgets import curve_points, parse_budgets, run_budgets, write_curve
+from locomo_kit.report.question_table import RunRef
+from locomo_kit.report.runs_explorer import CrossRuns, cross_runs, write_runs_page
 from locomo_kit.runs import RunFolder, slug, utc_now
 
 QUOTED = "quoted, not measured here"
@@ -392,6 +394,18 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
     return LeaderboardResult(folder, rows, outcomes, paths, all(o.ok for o in outcomes) and bool(rows))
 
 
+def questions_across(rows: list[dict[str, Any]], folder: Path) -> CrossRuns | None:
+    """The question explorer across the rows' runs (:mod:`locomo_kit.report.runs_explorer`) with the flips of
+    every two systems at the same budget; None with fewer than two runs."""
+    if len(rows) < 2:
+        return None
+    several = len({r["budget"] for r in rows}) > 1
+    refs = [RunRef(f"{r['system']} @ {r['budget'] or 0:,}" if several else r["system"], RunFolder(r["run_id"]),
+                   r["system"], r["budget"]) for r in rows]
+    pairs = [(i, j) for i in range(len(rows)) for j in range(i + 1, len(rows)) if rows[i]["budget"] == rows[j]["budget"]]
+    return cross_runs(refs, folder, pairs)
+
+
 def leaderboard_html(markdown: Path, title: str) -> Path:
     """``report.html`` beside ``leaderboard.md``: the same sections in the kit's self-contained page shell."""
     from locomo_kit.report.html import _write, render_markdown, render_page
@@ -455,6 +469,9 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
                       + (f"switched off offline: {'; '.join(off)}; " if off else "")
                       + f"settings `{json.dumps(ident.get('settings') or {}, sort_keys=True, default=str)}`")
     md.append("")
+    across = questions_across(rows, folder)
+    if across:
+        md += across.lines
     png = figure(rows, folder / "leaderboard.png", title) if rows else None
     paths: dict[str, Path] = {"markdown": folder / "leaderboard.md", "csv": folder / "leaderboard.csv",
                               "json": folder / "leaderboard.json"}
@@ -467,7 +484,11 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
         paths["curve"] = curve["figure"]
         md += ["## Accuracy against context", "", "![accuracy against context](curve.png)", ""]
     paths["markdown"].write_text("\n".join(md), encoding="utf-8")
-    paths["html"] = leaderboard_html(paths["markdown"], title)
+    if across:
+        paths["questions_figure"] = across.figure
+        paths["html"] = write_runs_page(paths["markdown"], folder / "report.html", title, across.table)
+    else:
+        paths["html"] = leaderboard_html(paths["markdown"], title)
     fields = ["system", "status", "measured", "budget", "questions", "answerer", "evidence_recall", "recall@10",
               "session_recall@10", "session_recall@10_chance", "session_hit@5", "session_hit@5_chance",
               "sessions_retrieved", "locomo_f1", "mem0_f1", "j_mem0", "j_strict", "j_playbook", "ingest_s",
@@ -485,6 +506,8 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
     paths["json"].write_text(json.dumps({"title": title, "sample": sample, "answerer": answer_model,
                                          "judge": judge_model, "protocol": protocol, "budgets": list(budgets),
                                          "rows": rows, "paired": paired, "quoted": quoted,
+                                         "flips": across.flips if across else [],
+                                         "flip_basis": across.table["basis"] if across else None,
                                          "failed": [{"system": o.entry.spec, "error": o.error} for o in failed]},
                                         indent=2, default=str), encoding="utf-8")
     return paths
