@@ -6,6 +6,7 @@ import pytest
 
 from locomo_kit.data_fetch import fetch_dataset
 from locomo_kit.dataset import Conversation, load_dataset
+from chromium import browser  # noqa: F401  (one headless Chromium per session, shared by the browser tests)
 from report_runs import report_runs  # noqa: F401  (one session fixture: make run's run, shared by the report tests)
 
 

@@ -1,4 +1,4 @@
-"""The question explorer across runs as a user sees it, in Debian's headless Chromium (see tests/test_browser.py):
+"""The question explorer across runs as a user sees it, in Debian's headless Chromium (tests/chromium.py):
 the page `locomo-kit leaderboard --systems memworker,bm25,dense --sample conv-26` writes, and the page of
 `locomo-kit compare RUN RUN`; every filter count checked against the runs' scores.jsonl."""
 
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_browser import Opened, browser  # noqa: F401  (the session's Chromium, or a skip saying how to install it)
+from chromium import Opened
 
 from locomo_kit.cli import main
 from locomo_kit.report.runs_explorer import page_payload
@@ -26,7 +26,7 @@ def right_by_f1(run: RunFolder) -> dict[tuple[str, int], bool]:
 
 
 @pytest.fixture(scope="module")
-def board(tmp_path_factory, dataset_path, browser):  # noqa: F811 - browser first: a skip costs nothing
+def board(tmp_path_factory, dataset_path, browser):  # browser first: a skip costs nothing
     out = tmp_path_factory.mktemp("board-outputs")
     mp = pytest.MonkeyPatch()
     mp.setenv("LOCOMO_OUTPUTS_DIR", str(out))
@@ -43,7 +43,7 @@ def board(tmp_path_factory, dataset_path, browser):  # noqa: F811 - browser firs
     return folder, result, rights
 
 
-def open_explorer(browser, path: Path) -> Opened:  # noqa: F811
+def open_explorer(browser, path: Path) -> Opened:
     opened = Opened(browser, path)
     opened.page.wait_for_selector("#questions-across-runs[data-ready='1']", timeout=30_000)
     return opened
@@ -53,7 +53,7 @@ def shown(opened: Opened) -> int:
     return opened.page.locator("#runs-rows tr.row").count()
 
 
-def test_the_leaderboard_page_holds_every_question_and_its_flip_filter_matches_the_table(board, browser):  # noqa: F811
+def test_the_leaderboard_page_holds_every_question_and_its_flip_filter_matches_the_table(board, browser):
     folder, result, rights = board
     opened = open_explorer(browser, folder / "report.html")
     page = opened.page
@@ -95,7 +95,7 @@ def test_the_leaderboard_page_holds_every_question_and_its_flip_filter_matches_t
     page.close()
 
 
-def test_a_row_opens_to_every_run_side_by_side(board, browser):  # noqa: F811
+def test_a_row_opens_to_every_run_side_by_side(board, browser):
     folder, result, rights = board
     opened = open_explorer(browser, folder / "report.html")
     page = opened.page
@@ -128,7 +128,7 @@ def test_a_row_opens_to_every_run_side_by_side(board, browser):  # noqa: F811
     page.close()
 
 
-def test_the_compare_page_has_the_same_explorer(report_runs, browser, tmp_path):  # noqa: F811
+def test_the_compare_page_has_the_same_explorer(report_runs, browser, tmp_path):
     runs = [report_runs.default, report_runs.top_k]
     out = tmp_path / "cmp"
     assert main(["compare", str(runs[0].path), str(runs[1].path), "--out", str(out)]) == 0

@@ -65,7 +65,7 @@ def flips_for_keys(table: dict[str, Any], pairs: Sequence[tuple[int, int]] | Non
 
 def method(table: dict[str, Any]) -> str:
     return (f"right: {table['basis']}; exact McNemar test (two-sided binomial on the discordant questions); "
-            f"accuracy difference B − A with a paired bootstrap 95% interval ({BOOTSTRAP_RESAMPLES} resamples, "
+            f"accuracy difference (second − first) with a paired bootstrap 95% interval ({BOOTSTRAP_RESAMPLES} resamples, "
             f"seed {BOOTSTRAP_SEED})")
 
 
@@ -85,8 +85,8 @@ def flip_lines(flips: list[dict[str, Any]], table: dict[str, Any]) -> list[str]:
     if not flips:
         return ["Only one run: no pair to compare.", ""]
     lines = [f"Over the questions both runs answered ({flips[0]['gold']} gold key); {method(table)}.", "",
-             "| A | B | n | both right | right only in A | right only in B | both wrong | accuracy B − A [95% CI] "
-             "| McNemar exact p |", "|---|---|---|---|---|---|---|---|---|"]
+             "| first | second | n | both right | right only in the first | right only in the second | both wrong "
+             "| accuracy second − first [95% CI] | McNemar exact p |", "|---|---|---|---|---|---|---|---|---|"]
     for f in flips:
         lines.append(f"| {f['run_a']} | {f['run_b']} | {f['n']} | {f['both']} | {f['only_a']} | {f['only_b']} | "
                      f"{f['neither']} | {_signed(f['diff'])} [{_signed(f['ci_low'])}, {_signed(f['ci_high'])}] | "

@@ -93,7 +93,7 @@ def agreement_figure(table: dict[str, Any], path: Path, gold: str = "original", 
                 continue
             codes[i, k] = 1 if o["correct"] else {"answerer": 2, "memory": 3}.get(o["failure"], 4)
     right = (codes == 1).sum(axis=0)
-    pattern = [tuple(-(codes[i, k] == 1) for i in range(len(runs))) for k in range(len(questions))]
+    pattern = [tuple(int(codes[i, k] != 1) for i in range(len(runs))) for k in range(len(questions))]
     order = sorted(range(len(questions)), key=lambda k: (-right[k], pattern[k], k))
     codes = codes[:, order] if questions else codes
     fig = plt.figure(figsize=(11, 1.9 + 0.42 * len(runs)))
