@@ -139,7 +139,8 @@ def test_the_compare_page_opens_cleanly(browser, report_runs, tmp_path):
     page = opened.page
     assert opened.errors == [] and opened.requests == []
     assert page.locator("h2", has_text="Paired table").count() == 1 and page.locator("table tbody tr").count() > 10
-    assert page.evaluate("() => [...document.images].filter(i => i.complete && i.naturalWidth > 400).length") == 1
+    # the paired differences and which runs answer which questions
+    assert page.evaluate("() => [...document.images].filter(i => i.complete && i.naturalWidth > 400).length") == 2
     shot = paths["html"].with_name("compare-page.png")
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
