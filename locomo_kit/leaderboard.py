@@ -12,7 +12,9 @@ already complete (:mod:`locomo_kit.budgets`), then writes under ``outputs/leader
   them, marked "quoted, not measured here";
 - ``leaderboard.png`` (the measured figures per system) and, with several budgets, ``curve.png``
   (accuracy against context, :func:`locomo_kit.budgets.write_curve`);
-- ``report.html``: the same page in the kit's self-contained HTML shell (figures inline).
+- ``report.html``: the same page in the kit's self-contained HTML shell (figures inline), ending with the
+  question explorer across the runs; ``questions.png`` and the flips of every two systems at the same
+  budget (:mod:`locomo_kit.report.runs_explorer`, :mod:`locomo_kit.report.flips`).
 
 A system that fails (its package missing, its ingestion stopped, answers failed) does not stop the
 others: it is listed as failed at the top of the table, and ``result.ok`` is False (the command exits 1).
