@@ -11,6 +11,7 @@ from locomo_kit.dataset import Conversation, load_dataset
 from locomo_kit.runs import RunFolder
 
 from support import local_llm
+from support.chromium import browser  # noqa: F401  (one headless Chromium per session, shared by the browser tests)
 from support.report_runs import report_runs  # noqa: F401  (one session fixture: make run's run, shared by the report tests)
 from support.runs import OFFLINE, offline_outputs, run_offline, set_outputs
 

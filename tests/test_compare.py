@@ -117,7 +117,7 @@ def test_compare_cli_writes_table_figure_and_verdict(tmp_path, capsys):
     # run ids (long in practice) are named once, above the table; the columns use letters
     assert "Runs: **A** = `a` (baseline); **B** = `b`." in printed
     assert "| category | metric | n | A | B | B − A [95% CI] | MDD | verdict |" in printed
-    assert {p.name for p in out.iterdir()} == {"compare.md", "compare.html", "compare.json", "compare.png"}
+    assert {p.name for p in out.iterdir()} == {"compare.md", "compare.html", "compare.json", "compare.png", "questions.png"}
     assert (out / "compare.png").stat().st_size > 5000
     assert json.loads((out / "compare.json").read_text())["shared_questions"] == 40
 

@@ -9,6 +9,7 @@ from locomo_kit.pipeline.leaderboard import (
                                              leaderboard_lines,
                                              paired_lines,
                                              paired_rows,
+    questions_across,
                                              quoted_lines,
                                              quoted_rows,
                                              run_leaderboard,
@@ -34,6 +35,6 @@ from locomo_kit.pipeline.stages import (
 
 __all__ = ["BUDGET_LIMIT", "DEFAULT_CONTEXT_BUDGET", "DEFAULT_SYSTEMS", "LeaderboardError", "LeaderboardResult",
            "PipelineResult", "curve_points", "leaderboard_lines", "llm_cache_path", "load", "paired_lines",
-           "paired_rows", "parse_budgets", "quoted_lines", "quoted_rows", "resolve_ingestion", "resolve_run",
-           "retrieval", "run_all", "run_answer", "run_budgets", "run_config", "run_ingest", "run_judge",
-           "run_leaderboard", "run_report", "run_score", "strategy_key", "write_curve"]
+           "paired_rows", "parse_budgets", "questions_across", "quoted_lines", "quoted_rows", "resolve_ingestion",
+           "resolve_run", "retrieval", "run_all", "run_answer", "run_budgets", "run_config", "run_ingest",
+           "run_judge", "run_leaderboard", "run_report", "run_score", "strategy_key", "write_curve"]

@@ -165,15 +165,21 @@ def curve_figure(points: list[dict[str, Any]], path: Path, title: str) -> Path:
     metrics = [(k, label) for k, label in CURVE_METRICS if any(p.get(k) is not None for p in points)]
     metrics += [(f"j_{p}", f"J {p}" + (" (0-100)" if p == "playbook" else " %")) for p in ("mem0", "strict", "playbook")
                 if any(q.get(f"j_{p}") is not None for q in points)]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.4), squeeze=False)
     systems = list(dict.fromkeys(p["system"] for p in points))
+    # the legend sits below the panels, never over a line; a colour and a marker per system tell ten apart
+    ncol = max(1, min(len(systems), int(3.4 * len(metrics) // 3.2)))
+    legend_in = 0.3 + 0.2 * math.ceil(len(systems) / ncol)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.4 * len(metrics), 3.4 + legend_in), squeeze=False)
+    colors = plt.get_cmap("tab10").colors
+    markers = "osD^vP*Xph"
     for ax, (key, label) in zip(axes[0], metrics):
-        for system in systems:
+        for n, system in enumerate(systems):
             pts = [(p["budget"], p[key]) for p in points if p["system"] == system and p.get(key) is not None
                    and p["budget"]]
             if pts:
                 xs, ys = zip(*sorted(pts))
-                ax.plot(xs, ys, marker="o", label=system)
+                ax.plot(xs, ys, marker=markers[n % len(markers)], color=colors[n % len(colors)], label=system,
+                        markersize=5, lw=1.2, alpha=0.9)
         ax.set_ylim(0, 100)  # every panel is a 0-100 scale: no axis stretches a small difference
         ax.set_xscale("log")
         budgets = sorted({p["budget"] for p in points if p["budget"]})
@@ -182,9 +188,13 @@ def curve_figure(points: list[dict[str, Any]], path: Path, title: str) -> Path:
         ax.set_xlabel("context budget (tokens)", fontsize=8)
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    legend: dict[str, Any] = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=ncol, fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=10)
-    return save_figure(fig, path, dpi=110)
+    return save_figure(fig, path, dpi=110, rect=(0, legend_in / fig.get_figheight(), 1, 1))
 
 
 def _cell(v: Any) -> str:

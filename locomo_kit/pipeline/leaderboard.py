@@ -12,7 +12,9 @@ already complete (:mod:`locomo_kit.pipeline.budgets`), then writes under ``outpu
   them, marked "quoted, not measured here";
 - ``leaderboard.png`` (the measured figures per system) and, with several budgets, ``curve.png``
   (accuracy against context, :func:`locomo_kit.pipeline.budgets.write_curve`);
-- ``report.html``: the same page in the kit's self-contained HTML shell (figures inline).
+- ``report.html``: the same page in the kit's self-contained HTML shell (figures inline), ending with the
+  question explorer across the runs; ``questions.png`` and the flips of every two systems at the same
+  budget (:mod:`locomo_kit.reports.runs_explorer`, :mod:`locomo_kit.reports.flips`).
 
 A system that fails (its package missing, its ingestion stopped, answers failed) does not stop the
 others: it is listed as failed at the top of the table, and ``result.ok`` is False (the command exits 1).
@@ -38,6 +40,8 @@ from locomo_kit.reports.comparison import compare
 from locomo_kit.reports.figures import save_figure
 from locomo_kit.reports.html import render_markdown, render_page, write_html
 from locomo_kit.reports.imported_board import imported_lines, imported_rows
+from locomo_kit.reports.question_table import RunRef
+from locomo_kit.reports.runs_explorer import CrossRuns, cross_runs, write_runs_page
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder, ingestion_folder, slug, utc_now
 from locomo_kit.runs.records import INGEST_FILE
@@ -386,6 +390,18 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
     return LeaderboardResult(folder, rows, outcomes, paths, all(o.ok for o in outcomes) and bool(rows))
 
 
+def questions_across(rows: list[dict[str, Any]], folder: Path) -> CrossRuns | None:
+    """The question explorer across the rows' runs (:mod:`locomo_kit.reports.runs_explorer`) with the flips of
+    every two systems at the same budget; None with fewer than two runs."""
+    if len(rows) < 2:
+        return None
+    several = len({r["budget"] for r in rows}) > 1
+    refs = [RunRef(f"{r['system']} @ {r['budget'] or 0:,}" if several else r["system"], RunFolder(r["run_id"]),
+                   r["system"], r["budget"]) for r in rows]
+    pairs = [(i, j) for i in range(len(rows)) for j in range(i + 1, len(rows)) if rows[i]["budget"] == rows[j]["budget"]]
+    return cross_runs(refs, folder, pairs)
+
+
 def leaderboard_html(markdown: Path, title: str) -> Path:
     """``report.html`` beside ``leaderboard.md``: the same sections in the kit's self-contained page shell."""
 
@@ -449,6 +465,9 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
                       + (f"switched off offline: {'; '.join(off)}; " if off else "")
                       + f"settings `{json.dumps(ident.get('settings') or {}, sort_keys=True, default=str)}`")
     md.append("")
+    across = questions_across(rows, folder)
+    if across:
+        md += across.lines
     png = leaderboard_figure(rows, folder / "leaderboard.png", title) if rows else None
     paths: dict[str, Path] = {"markdown": folder / "leaderboard.md", "csv": folder / "leaderboard.csv",
                               "json": folder / "leaderboard.json"}
@@ -461,7 +480,11 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
         paths["curve"] = curve["figure"]
         md += ["## Accuracy against context", "", "![accuracy against context](curve.png)", ""]
     paths["markdown"].write_text("\n".join(md), encoding="utf-8")
-    paths["html"] = leaderboard_html(paths["markdown"], title)
+    if across:
+        paths["questions_figure"] = across.figure
+        paths["html"] = write_runs_page(paths["markdown"], folder / "report.html", title, across.table)
+    else:
+        paths["html"] = leaderboard_html(paths["markdown"], title)
     fields = ["system", "status", "measured", "budget", "questions", "answerer", "evidence_recall", "recall@10",
               "session_recall@10", "session_recall@10_chance", "session_hit@5", "session_hit@5_chance",
               "sessions_retrieved", "locomo_f1", "mem0_f1", "j_mem0", "j_strict", "j_playbook", "ingest_s",
@@ -481,6 +504,8 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
                                          "rows": rows, "paired": paired, "quoted": quoted,
                                          "answered_elsewhere": [{k: v for k, v in r.items() if k not in ("question_set", "path")}
                                                                 for r in elsewhere],
+                                         "flips": across.flips if across else [],
+                                         "flip_basis": across.table["basis"] if across else None,
                                          "failed": [{"system": o.entry.spec, "error": o.error} for o in failed]},
                                         indent=2, default=str), encoding="utf-8")
     return paths

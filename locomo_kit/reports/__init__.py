@@ -13,11 +13,15 @@ from locomo_kit.reports.comparison import (
 )
 from locomo_kit.reports.export_rows import export_run, question_rows
 from locomo_kit.reports.figures import save_figure, write_figures
+from locomo_kit.reports.flips import flip_counts, flip_lines, mcnemar_exact
 from locomo_kit.reports.judge_findings import console_lines, run_summary
 from locomo_kit.reports.markdown import build_report
 from locomo_kit.reports.pending import pending_calls
+from locomo_kit.reports.question_table import RunRef, build_question_table, question_frame
+from locomo_kit.reports.runs_explorer import cross_runs, write_runs_page
 from locomo_kit.reports.summary import summarize_run
 
-__all__ = ["CompareError", "build_report", "compare", "comparison_figure", "console_lines", "export_run",
-           "find_run", "parse_runs", "pending_calls", "question_rows", "run_summary", "save_figure", "statements",
-           "summarize_run", "table_lines", "write_comparison", "write_figures"]
+__all__ = ["CompareError", "RunRef", "build_question_table", "build_report", "compare", "comparison_figure",
+           "console_lines", "cross_runs", "export_run", "find_run", "flip_counts", "flip_lines", "mcnemar_exact",
+           "parse_runs", "pending_calls", "question_frame", "question_rows", "run_summary", "save_figure",
+           "statements", "summarize_run", "table_lines", "write_comparison", "write_figures", "write_runs_page"]

@@ -29,16 +29,15 @@ from locomo_kit.costs import cost
 from locomo_kit.dataset import CATEGORY_NAMES
 from locomo_kit.imported.identity import coverage_lines, coverage_notes, imported_coverage
 from locomo_kit.reports.figures import save_figure
-from locomo_kit.reports.html import write_compare_html
+from locomo_kit.reports.question_table import RunRef
+from locomo_kit.reports.runs_explorer import cross_runs, write_runs_page
 from locomo_kit.reports.system_facts import system_label
 from locomo_kit.runs import RunFolder, known_runs, runs_root
 from locomo_kit.runs.records import load_answers, load_judgements, load_scores
-from locomo_kit.scoring.aggregate import bootstrap_ci
+from locomo_kit.scoring.aggregate import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_bootstrap
 from locomo_kit.scoring.gold_judging import audited_config_key
 from locomo_kit.scoring.judge import SENTINEL
 
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 20240
 Z_ALPHA, Z_POWER = 1.959963984540054, 0.8416212335729143  # two-sided 5%, 80% power
 CATEGORIES = (1, 2, 3, 4)
 
@@ -175,15 +174,6 @@ def _recall(score: dict) -> float | None:
     cov = score.get("evidence_coverage") or {}
     values = [(int(k[1:]), v) for k, v in cov.items() if v is not None]
     return max(values)[1] if values else None
-
-
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES,
-                     seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of mean(b − a), resampling question indices jointly."""
-    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    if d.size and np.all(d == d[0]):
-        return (float(d[0]), float(d[0]))
-    return bootstrap_ci(d, level=level, resamples=resamples, seed=seed)
 
 
 def minimal_detectable_difference(a: Sequence[float], b: Sequence[float]) -> float:
@@ -338,12 +328,17 @@ def comparison_figure(result: dict[str, Any], path: Path) -> Path:
 
 
 def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
-    """``compare.md``, ``compare.json`` and ``compare.png`` in ``folder``."""
-
+    """``compare.md``, ``compare.json``, ``compare.png``, ``questions.png`` (which runs answer which questions)
+    and ``compare.html`` (the same, with the question explorer across the runs) in ``folder``; the flips of
+    every pair of runs (:mod:`locomo_kit.reports.flips`) in all of them."""
 
     folder.mkdir(parents=True, exist_ok=True)
     png = comparison_figure(result, folder / "compare.png")
     runs = result["runs"]
+    letters = [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(len(runs))]
+    across = cross_runs([RunRef(x, find_run(r["path"]), r["label"]) for x, r in zip(letters, runs)], folder,
+                        gold=result["gold"])
+    result = {**result, "flips": across.flips, "flip_basis": across.table["basis"]}
     md = [f"# Comparison: {', '.join(r['run_id'] for r in runs)}", "",
           f"{result['shared_questions']} questions of categories 1-4 answered by every run ({result['gold']} gold key). "
           f"Differences are run − {runs[0]['run_id']}; intervals: {result['method']['interval']}; "
@@ -353,7 +348,10 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
                              f"{r['questions']} questions" for r in runs] + [""]
     md += ["## Verdict", ""] + [f"- {s}" for s in statements(result)] + [f"- {n}" for n in result["notes"]] + [""]
     md += ["## Paired table", ""] + table_lines(result) + ["", f"![paired differences]({png.name})", ""]
+    md += across.lines
     (folder / "compare.md").write_text("\n".join(md), encoding="utf-8")
     (folder / "compare.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")
-    html = write_compare_html(folder / "compare.md", title=f"Comparison: {', '.join(r['run_id'] for r in runs)}")
-    return {"markdown": folder / "compare.md", "json": folder / "compare.json", "figure": png, "html": html}
+    html = write_runs_page(folder / "compare.md", folder / "compare.html",
+                           f"Comparison: {', '.join(r['run_id'] for r in runs)}", across.table)
+    return {"markdown": folder / "compare.md", "json": folder / "compare.json", "figure": png, "html": html,
+            "questions_figure": across.figure}

@@ -23,12 +23,15 @@ CAT_LABELS = [f"{c} {CATEGORY_NAMES[c]}" for c in CATS]
 _WHO: dict[str, str] = {"label": ""}  # the system (and source) every figure names, set by write_figures
 
 
-def save_figure(fig, path: Path, dpi: int = 150, label: str = "") -> Path:
+def save_figure(fig, path: Path, dpi: int = 150, label: str = "", rect: tuple[float, float, float, float] | None = None,
+                tight: bool = True) -> Path:
     """The one way the kit writes a figure: laid out tight (leaving room for ``label``, the system a
-    figure names, at its bottom right), into a folder made if missing, then closed."""
+    figure names, at its bottom right; ``rect``: the part of the figure the panels fill, leaving room
+    for a legend), into a folder made if missing, then closed."""
     if label:
         fig.text(0.995, 0.005, label, ha="right", va="bottom", fontsize=7, color="#444444")
-    fig.tight_layout(rect=(0, 0.03, 1, 1) if label else None)
+    if tight:  # else the caller laid the figure out itself
+        fig.tight_layout(rect=rect or ((0, 0.03, 1, 1) if label else None))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi)
     plt.close(fig)

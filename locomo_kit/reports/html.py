@@ -89,10 +89,14 @@ def _asset(name: str) -> str:
 
 
 def render_page(title: str, body: Rendered, explorer: dict[str, Any] | None = None, subtitle: str = "",
-                kind: str = "report") -> str:
+                kind: str = "report", section: str = "", section_nav: tuple[str, str] | None = None,
+                section_script: str = "") -> str:
     """The whole page: the shell, the rendered body and, when given, the question explorer over ``explorer``
-    (the dict :func:`~locomo_kit.reports.questions.question_rows` builds)."""
+    (the dict :func:`~locomo_kit.reports.questions.question_rows` builds). ``section``: more HTML after the
+    body (e.g. the cross-run explorer), ``section_nav`` its (anchor, title) in the navigation, and
+    ``section_script`` its script (run after ``ui.js``)."""
     return _ENV.get_template("page.html.j2").render(
+        section=Markup(section), section_nav=section_nav, section_script=section_script, ui=_asset("ui.js"),
         title=title, subtitle=subtitle, kind=kind, body=Markup(body.html),
         toc=[t for t in body.toc if t[0] == 2], explorer=explorer, css=_asset("report.css"),
         categories=sorted({(r["category"], r["category_name"]) for r in (explorer or {}).get("rows", [])}),

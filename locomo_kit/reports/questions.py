@@ -112,7 +112,7 @@ def question_rows(run: RunFolder, conversations: list[Conversation],
         rows.append({
             "sample_id": a["sample_id"], "question_index": q[1], "category": a["category"],
             "category_name": a.get("category_name") or CATEGORY_NAMES.get(a["category"], ""),
-            "question": a["question"], "gold": a.get("gold"),
+            "question": a.get("question", ""), "gold": a.get("gold"),
             "gold_audited": entry.answer if changed else None, "gold_changed": changed,
             "audit_error": entry.error_type if entry else None,
             "adversarial_answer": a.get("adversarial_answer"),

@@ -98,3 +98,16 @@ def by_category(items: Iterable[tuple[int, float]], binary: bool = False) -> lis
     everything = [s for c in sorted(groups) for s in groups[c]]
     rows.append(summarize(everything, "overall", binary))
     return rows
+
+
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 20240
+
+
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES,
+                     seed: int = BOOTSTRAP_SEED, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of mean(b − a), resampling question indices jointly."""
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if d.size and np.all(d == d[0]):
+        return (float(d[0]), float(d[0]))
+    return bootstrap_ci(d, level=level, resamples=resamples, seed=seed)

@@ -1,14 +1,14 @@
 // The question explorer of report.html: filters, sorts and expands the rows that
-// locomo_kit/report/questions.py built (embedded as JSON in #explorer-data). No dependencies.
+// locomo_kit/reports/questions.py built (embedded as JSON in #explorer-data). Shared pieces: ui.js.
 (function () {
   "use strict";
+  const { fmt, el, compareKeys: compare } = window.locomoUI;
   const data = JSON.parse(document.getElementById("explorer-data").textContent);
   const state = { category: "", outcome: "", gold: data.gold_keys[0] || "original", changedOnly: false,
                   text: "", sort: "index", desc: false, open: new Set() };
 
   const scoresOf = (row, gold) => row.scores[gold] || row.scores.original;
   const goldOf = (row, gold) => (gold === "audited" && row.gold_changed ? row.gold_audited : row.gold);
-  const fmt = (v, digits) => (v === null || v === undefined ? "–" : Number(v).toFixed(digits));
   const outcomeOf = (s) => (s.correct ? "correct" : s.failure === "memory" ? "the memory lost it"
     : s.failure === "answerer" ? "the answerer missed it" : "wrong");
 
@@ -38,33 +38,10 @@
     return [sc[key]];
   }
 
-  function compare(a, b, desc) {  // missing values sort last in either direction
-    for (let i = 0; i < a.length; i++) {
-      const x = a[i], y = b[i];
-      if (x === y) continue;
-      const xMissing = x === null || x === undefined, yMissing = y === null || y === undefined;
-      if (xMissing || yMissing) return xMissing ? 1 : -1;
-      return (x < y ? -1 : 1) * (desc ? -1 : 1);
-    }
-    return 0;
-  }
-
   function visibleRows(rows, s) {
     const keyed = rows.filter((r) => matches(r, s)).map((r, i) => [sortValue(r, s.sort, s.gold), i, r]);
     keyed.sort((a, b) => compare(a[0], b[0], s.desc) || a[1] - b[1]);
     return keyed.map((k) => k[2]);
-  }
-
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
-    for (const c of children) if (c !== null && c !== undefined) node.append(c instanceof Node ? c : String(c));
-    return node;
-  }
-
-  function turnText(row, id) {
-    const t = data.turns[row.sample_id + " " + id];
-    return t ? t.speaker + ": " + t.text + (t.image ? " [image: " + t.image + "]" : "") : "(turn not in the dataset)";
   }
 
   function detail(row) {
@@ -88,31 +65,10 @@
     add("evidence", (state.gold === "audited" ? row.evidence_audited : row.evidence).join(", ") || "none listed");
     box.append(facts);
     for (const g of data.gold_keys) {
-      for (const j of row.judgements[g] || []) {
-        const runs = el("ol", { class: "judge-runs" });
-        const verdict = (v) => (v === null ? "no score" : j.protocol === "playbook" ? fmt(v, 0) : v >= 1 ? "CORRECT" : "WRONG");
-        for (const r of j.runs) runs.append(el("li", {}, el("b", {}, verdict(r.score)),
-          " ", r.error ? "(" + r.error + ") " : "", r.explanation));
-        box.append(el("h4", {}, "Judge " + j.protocol + " (" + j.judge_model + ", " + j.prompt_version + ", " + g +
-          " key): mean " + fmt(j.mean, 2) + " over " + j.n_ok + " of " + j.n_runs + " runs"), runs);
-      }
+      for (const j of row.judgements[g] || []) box.append(...window.locomoUI.judgement(j, g));
     }
-    const evidence = new Set(state.gold === "audited" ? row.evidence_audited : row.evidence);
-    const mems = el("ol", { class: "memories" });
-    for (const r of row.retrieved) {
-      const m = data.memories[r.m];
-      const hit = m.source_turns.some((t) => evidence.has(t));
-      mems.append(el("li", { class: hit ? "evidence" : "" }, hit ? el("span", { class: "badge" }, "evidence") : null,
-        el("span", { class: "src" }, (m.source_turns.join(", ") || "no turn ids") + " · score " + fmt(r.score, 3)),
-        " ", m.content));
-    }
-    box.append(el("h4", {}, "Retrieved memories, in order (" + row.retrieved.length + ")"), mems);
-    const missed = [...evidence].filter((id) => !row.retrieved.some((r) => data.memories[r.m].source_turns.includes(id)));
-    if (missed.length) {
-      const list = el("ul", { class: "missed" });
-      for (const id of missed) list.append(el("li", {}, id + ": " + turnText(row, id)));
-      box.append(el("h4", {}, "Evidence turns not retrieved"), list);
-    }
+    box.append(...window.locomoUI.context(row.retrieved, data.memories,
+      state.gold === "audited" ? row.evidence_audited : row.evidence, data.turns, row.sample_id));
     return box;
   }
 
