@@ -24,6 +24,7 @@ from locomo_kit.embedded import EmbeddedWorker
 from locomo_kit.ingest import IngestSummary, check_health, ingest, worker_capabilities
 from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.paths import default_dataset_path
+from locomo_kit.qa.system_search import check_query_strategy, retrieval_label
 from locomo_kit.runs import RunConfig, RunFolder, default_ingest_id, ingestion_folder, utc_now
 from locomo_kit.systems import registry
 from locomo_kit.systems.registry import is_worker, system_name
@@ -290,6 +291,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     from locomo_kit.qa.answering import AnswerConfig, QARunner, load_answers
     from locomo_kit.qa.retrieval import LABELS
 
+    if source == "memory" and not is_worker(system_name(system, worker_url)):
+        check_query_strategy(system_name(system, worker_url), query_strategy)  # before anything is done
     conversations, sha = load(sample, dataset_path)
     config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
                         top_k, source, include_adversarial, system=system, context_budget=context_budget,
@@ -326,7 +329,7 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     if name and not is_worker(name):
         from locomo_kit.systems.pipeline_steps import answer_with_system
 
-        manifest["answer"]["retrieval"] = f"{name}'s own search (question as query)"
+        manifest["answer"]["retrieval"] = retrieval_label(name, query_strategy)
         summary, warnings = answer_with_system(name, system_options, run, ingestion, conversations, manifest,
                                                answer, llm, concurrency, progress, calls)
     elif source == "oracle":
@@ -529,6 +532,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
                         system_options=system_options or None, **extra)
     run = resolve_run(config, run_id)
     name = system_name(system, worker_url)
+    if source == "memory" and not is_worker(name):
+        check_query_strategy(name, query_strategy)  # refused before anything is ingested
     if source == "memory":
         if is_worker(name):
             ingest_id = ingest_id or run_id or default_ingest_id(sample, mode, worker_url)

@@ -148,12 +148,16 @@ class MemorySystem(ABC):
     - ``own_budget``: True when :meth:`search` honours ``context_budget`` itself.
     - ``unit``: what it is given per session (``"turns"``: each turn on its own; ``"transcript"``:
       one session transcript). Named in the run id and the report.
+    - ``keyword_fusion``: False when the kit's keyword fusion (``--query-strategy keywords``: one
+      search per content word, fused by reciprocal rank) is meaningless for it; such a run is refused
+      before anything is ingested.
     """
 
     name: ClassVar[str] = ""
     keeps_turn_ids: ClassVar[bool] = False
     own_budget: ClassVar[bool] = False
     unit: ClassVar[str] = "turns"
+    keyword_fusion: ClassVar[bool] = True
 
     def __init__(self, store: Path, **options: Any) -> None:
         self.store = Path(store)
@@ -162,6 +166,12 @@ class MemorySystem(ABC):
     @classmethod
     def declared_version(cls) -> str | None:
         """The version, when known without starting anything (it then names the run id); else None."""
+        return None
+
+    @classmethod
+    def run_tag(cls) -> str | None:
+        """How run ids and ingestion folders name the system when name and version are not enough (an
+        MCP profile adds its hash); None: ``<name>-<declared version>``."""
         return None
 
     def open(self) -> None:

@@ -34,14 +34,16 @@ class SystemSpec:
     requires: tuple[str, ...] = ()
     pip: str | None = None
     install: tuple[str, ...] = ()  # requirements the kit installs itself on first use (pip, this environment)
+    family: bool = False  # ``name`` is a prefix and ``attr`` a function of the full name that returns the class
 
 
 SYSTEMS: dict[str, SystemSpec] = {}
+FAMILIES: dict[str, SystemSpec] = {}  # by prefix: "mcp:" -> every mcp:NAME
 
 
 def register(spec: SystemSpec) -> None:
-    """Add (or replace) a system by name."""
-    SYSTEMS[spec.name] = spec
+    """Add (or replace) a system by name (a family by its prefix)."""
+    (FAMILIES if spec.family else SYSTEMS)[spec.name] = spec
 
 
 for _spec in (
@@ -58,6 +60,8 @@ for _spec in (
                "MemPalace 3.11.0 in its own cached environment"),
     SystemSpec("mem0", "locomo_kit.systems.mem0", "Mem0System",
                "Mem0 open source 2.2.1 in its own cached environment"),
+    SystemSpec("mcp:", "locomo_kit.systems.mcp.adapter", "system_class",
+               "an MCP memory server by profile: mcp:NAME (shipped) or mcp:path/to/profile.toml", family=True),
 ):
     register(_spec)
 
@@ -67,10 +71,13 @@ def names() -> list[str]:
 
 
 def spec(name: str) -> SystemSpec:
-    try:
+    if name in SYSTEMS:
         return SYSTEMS[name]
-    except KeyError:
-        raise ValueError(f"unknown memory system {name!r}; known: {', '.join(SYSTEMS)}") from None
+    family = next((f for prefix, f in FAMILIES.items() if name.startswith(prefix)), None)
+    if family is None:
+        known = list(SYSTEMS) + [prefix + "NAME" for prefix in FAMILIES]
+        raise ValueError(f"unknown memory system {name!r}; known: {', '.join(known)}")
+    return family
 
 
 def resolve(name: str) -> type[MemorySystem]:
@@ -91,7 +98,7 @@ def resolve(name: str) -> type[MemorySystem]:
             raise ValueError(f"the {name} system's adapter ({s.module}) is not part of this install") from None
         raise MissingDependency(f"the {name} system needs the module {exc.name}, which is not installed"
                                 + (f": run `{s.pip}`" if s.pip else ""), s.pip) from exc
-    cls = getattr(module, s.attr)
+    cls = getattr(module, s.attr)(name) if s.family else getattr(module, s.attr)
     if not (isinstance(cls, type) and issubclass(cls, MemorySystem)):
         raise TypeError(f"{s.module}.{s.attr} is not a MemorySystem")
     return cls
