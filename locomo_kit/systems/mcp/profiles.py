@@ -56,6 +56,7 @@ class ResultMap:
     item). ``items``: dotted path to the list inside the JSON (empty: the JSON is the list). ``text``,
     ``id``, ``turn``, ``score``, ``total``: dotted paths inside an item (``total``: inside the whole
     result, a count). ``turn_pattern``: a regex whose first group is the LoCoMo turn id in ``turn``.
+    ``none_if``: a regex on the result's text meaning "nothing held here yet" (no items, not an error).
     """
 
     kind: str = "structured"
@@ -68,6 +69,7 @@ class ResultMap:
     score: str | None = None
     score_order: str = "none"
     total: str | None = None
+    none_if: str | None = None
 
 
 @dataclass(frozen=True)
@@ -246,6 +248,9 @@ class _Reader:
                                                   "turn, score)")
             if "text" not in self.regex(f"{key}.pattern", pattern).groupindex:
                 raise self.fail(f"{key}.pattern", "needs a named group (?P<text>...)")
+        none_if = self.string(key, table, "none_if")
+        if none_if:
+            self.regex(f"{key}.none_if", none_if)
         turn_pattern = self.string(key, table, "turn_pattern")
         if turn_pattern and self.regex(f"{key}.turn_pattern", turn_pattern).groups < 1:
             raise self.fail(f"{key}.turn_pattern", "needs one group: the turn id (e.g. \"(D\\\\d+:\\\\d+)\")")
@@ -255,7 +260,7 @@ class _Reader:
                          turn_pattern=turn_pattern,
                          score=self.string(key, table, "score"),
                          score_order=self.string(key, table, "score_order", "none", SCORE_ORDERS) or "none",
-                         total=self.string(key, table, "total"))
+                         total=self.string(key, table, "total"), none_if=none_if)
 
     def profile(self, sha256: str) -> Profile:
         top = ("name", "description", "keyword_fusion", "offline", "install", "server", "conversation", "write",

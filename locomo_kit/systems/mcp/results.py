@@ -47,6 +47,8 @@ def payload(result: dict, rmap: ResultMap, what: str) -> Any:
 
 def items_of(result: dict, rmap: ResultMap, what: str) -> tuple[list[Any], int | None]:
     """The result's items, and its ``total`` when the profile names one."""
+    if rmap.none_if and re.search(rmap.none_if, "\n".join(result.get("text") or [])):
+        return [], (0 if rmap.total else None)
     data = payload(result, rmap, what)
     if rmap.kind == "text":
         assert rmap.pattern is not None
