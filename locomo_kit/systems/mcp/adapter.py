@@ -120,7 +120,11 @@ class MCPSystem(MemorySystem):
             raise SystemUnavailable(str(exc)) from exc
         self._client = self._host.info
         if not p.per_conversation:
-            self._start(SHARED, None)
+            try:
+                self._start(SHARED, None)
+            except MemorySystemError as exc:  # a server that cannot start: nothing can be done with it
+                self.close()
+                raise SystemUnavailable(str(exc)) from None
 
     def close(self) -> None:
         if self._host is not None:
@@ -162,8 +166,11 @@ class MCPSystem(MemorySystem):
             (self.data / conversation).mkdir(parents=True, exist_ok=True)
         env = host_env(home, {k: str(render(v, variables)) for k, v in p.server_env.items()})
         command = [str(render(part, variables)) for part in p.command]
+        # ``seconds``: the host's own limit; ``timeout``: how long the kit waits for the host
         info = call(self._host, self.name, "start", key=key, command=command, env=env, cwd=str(home),
-                    timeout=p.start_timeout)
+                    seconds=p.start_timeout, timeout=p.start_timeout + 60)
+        if "error" in info:
+            raise MemorySystemError(f"{self.name}: {info['error']}")
         self._server_info = info
         self._running.add(key)
 
@@ -181,7 +188,9 @@ class MCPSystem(MemorySystem):
         key = self._key(conversation)
         arguments = render(tool.arguments, {"conversation": conversation, "data": str(self.data), **variables})
         result = call(self._host, self.name, "call", key=key, tool=tool.tool, arguments=arguments,
-                      timeout=self.profile.call_timeout)
+                      seconds=self.profile.call_timeout, timeout=self.profile.call_timeout + 60)
+        if "error" in result:
+            raise MemorySystemError(f"{self.name}: {result['error']}")
         if result.get("is_error"):
             message = "\n".join(result.get("text") or []) or "(no message)"
             if tool.ignore_error and re.search(tool.ignore_error, message):

@@ -100,7 +100,8 @@ def open_system(settings: dict):
                 server.session = None
 
     def start(key: str, command: list[str], env: dict[str, str], cwd: str | None = None,
-              timeout: float = 120.0) -> dict:
+              seconds: float = 120.0) -> dict:
+        timeout = seconds
         if key in servers and servers[key].session is not None:
             raise ValueError(f"an MCP server is already running under {key!r}")
         server = Server(key, log_dir / f"{key}.stderr.log")
@@ -112,14 +113,15 @@ def open_system(settings: dict):
             info = ready.result(timeout + 30)
         except concurrent.futures.TimeoutError:
             server.done.cancel()
-            raise server.error("gave no answer to the MCP handshake",
-                               f"nothing within {timeout:.0f} s; it was stopped") from None
-        except RuntimeError as exc:
-            raise RuntimeError(str(exc)) from None
+            return {"error": str(server.error("gave no answer to the MCP handshake",
+                                              f"nothing within {timeout:.0f} s; it was stopped"))}
+        except RuntimeError as exc:  # the server's own failure: one message, no host traceback
+            return {"error": str(exc)}
         servers[key] = server
         return info
 
-    def call(key: str, tool: str, arguments: dict, timeout: float = 300.0) -> dict:
+    def call(key: str, tool: str, arguments: dict, seconds: float = 300.0) -> dict:
+        timeout = seconds
         server = servers.get(key)
         if server is None or server.session is None:
             raise RuntimeError(f"no MCP server is running under {key!r}" + (
@@ -128,10 +130,10 @@ def open_system(settings: dict):
             asyncio.wait_for(server.session.call_tool(tool, arguments), timeout), loop)
         try:
             result = future.result(timeout + 30)
-        except BaseException as exc:  # noqa: BLE001 - one clear line, with the server's stderr
+        except BaseException as exc:  # noqa: BLE001 - one clear message, with the server's stderr
             if isinstance(_leaf(exc), (TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError)):
-                raise server.error(f"did not answer {tool} within {timeout:.0f} s", "no result") from None
-            raise server.error(f"failed calling {tool}", _describe(exc)) from None
+                return {"error": str(server.error(f"did not answer {tool} within {timeout:.0f} s", "no result"))}
+            return {"error": str(server.error(f"failed calling {tool}", _describe(exc)))}
         texts = [c.text for c in (getattr(result, "content", None) or []) if getattr(c, "type", "") == "text"]
         return {"is_error": bool(getattr(result, "is_error", False)), "text": texts,
                 "structured": getattr(result, "structured_content", None),

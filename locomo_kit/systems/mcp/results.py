@@ -60,6 +60,8 @@ def items_of(result: dict, rmap: ResultMap, what: str) -> tuple[list[Any], int |
         if not isinstance(value, (int, float)):
             raise MemorySystemError(f"{what}: no number at {rmap.total!r} in the result ({str(data)[:300]})")
         total = int(value)
+    if total is not None and not rmap.items:
+        return [], total
     items = pick(data, rmap.items)
     if items is None and total is not None:
         return [], total
