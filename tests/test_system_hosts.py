@@ -1,5 +1,5 @@
 """The machinery behind the MemPalace and Mem0 adapters, with a real venv and real host processes:
-a system's cached environment (built once, under a lock, renamed into place, rebuilt when its recipe
+a system's cached environment (built once, under a lock, in its final folder, rebuilt when its recipe
 changes) and the JSON-lines host (errors name the system; a dead or silent host is reported, never waited
 on for ever)."""
 
@@ -42,7 +42,7 @@ def counting_spec(builds: list, finish_id: str = "v1", fail: bool = False) -> En
     return EnvironmentSpec("toy", "1.0", steps=(), finish=finish, finish_id=finish_id)
 
 
-def test_environment_built_once_renamed_into_place_and_reused(cache):
+def test_environment_built_once_in_place_and_reused(cache):
     builds: list = []
     spec = counting_spec(builds)
     threads = [threading.Thread(target=ensure_environment, args=(spec,)) for _ in range(3)]
@@ -52,7 +52,7 @@ def test_environment_built_once_renamed_into_place_and_reused(cache):
         t.join()
     final = env_dir(spec)
     assert len(builds) == 1, "concurrent first uses built the environment more than once"
-    assert builds[0].parent == final.parent and builds[0] != final  # built in a temporary folder beside it
+    assert builds[0] == final  # built in its final folder: its scripts' shebangs name a folder that stays
     assert is_built(spec) and (final / "extra.txt").read_text() == "v1"
     marker = json.loads((final / ".complete").read_text())
     assert marker["recipe"]["system"] == "toy" and marker["built_in_s"] >= 0
@@ -60,7 +60,7 @@ def test_environment_built_once_renamed_into_place_and_reused(cache):
     assert [p.name for p in cache.iterdir() if p.name.startswith(".toy")] == []  # no temporary folder left
     out = __import__("subprocess").run([str(env_python(final)), "-c", "import sys; print(sys.prefix)"],
                                        capture_output=True, text=True, check=True)
-    assert Path(out.stdout.strip()) == final / "venv"  # the renamed venv works from its new place
+    assert Path(out.stdout.strip()) == final / "venv"
 
 
 def test_environment_rebuilt_when_its_recipe_changes(cache):

@@ -79,11 +79,22 @@ class WithoutTurnIds(BM25System):
         return found
 
 
+class ExactTextOnly(BM25System):
+    """Finds only the turns that hold the whole query as it is (a substring match, as the official MCP
+    memory server's search_nodes does): every turn's own words find it, no question does."""
+
+    def search(self, conversation_id, query, top_k, context_budget=None):
+        found = super().search(conversation_id, query, 100, context_budget)
+        found.memories = [m for m in found.memories if query.casefold() in m.text.casefold()][:top_k]
+        return found
+
+
 @pytest.mark.parametrize("cls, test", [
     (Duplicating, "test_ingest_is_idempotent"),
     (NotForgetting, "test_forget_removes_the_conversation"),
     (WorstFirst, "test_search_best_first_with_text"),
     (WithoutTurnIds, "test_search_best_first_with_text"),
+    (ExactTextOnly, "test_search_answers_locomo_questions"),
 ])
 def test_contract_catches_a_broken_system(cls, test, tmp_path):
     convs = contract_conversations()

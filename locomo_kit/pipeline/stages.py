@@ -28,6 +28,7 @@ from locomo_kit.pipeline.systems import answer_with_system, ingest_system
 from locomo_kit.qa.answering import AnswerConfig, QARunner
 from locomo_kit.qa.oracle import LABEL, ORACLE_IDENTITY
 from locomo_kit.qa.retrieval import LABELS
+from locomo_kit.qa.system_search import check_query_strategy, retrieval_label
 from locomo_kit.reports.judge_findings import console_lines
 from locomo_kit.reports.markdown import build_report
 from locomo_kit.runs import RunConfig, RunFolder, default_ingest_id, ingestion_folder, utc_now
@@ -252,6 +253,8 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     (:mod:`locomo_kit.systems`), ``source="oracle"``: the gold evidence turns instead of any system.
     """
 
+    if source == "memory" and not is_worker(system_name(system, worker_url)):
+        check_query_strategy(system_name(system, worker_url), query_strategy)  # before anything is done
     conversations, sha = load(sample, dataset_path)
     system_options = checked_system_options(system, worker_url, system_options) if source == "memory" else None
     config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
@@ -286,7 +289,7 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                            "started_at": utc_now()}}
     warnings: list[str] = []
     if name and not is_worker(name):
-        manifest["answer"]["retrieval"] = f"{name}'s own search (question as query)"
+        manifest["answer"]["retrieval"] = retrieval_label(name, query_strategy)
         summary, warnings = answer_with_system(name, system_options, run, ingestion, conversations, manifest,
                                                answer, llm, concurrency, progress, calls)
     elif source == "oracle":
@@ -479,6 +482,8 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
                         system_options=system_options or None, **extra)
     run = resolve_run(config, run_id)
     name = system_name(system, worker_url)
+    if source == "memory" and not is_worker(name):
+        check_query_strategy(name, query_strategy)  # refused before anything is ingested
     if source == "memory":
         if is_worker(name):
             ingest_id = ingest_id or run_id or default_ingest_id(sample, mode, worker_url)

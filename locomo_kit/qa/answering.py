@@ -32,6 +32,7 @@ from locomo_kit.qa.prompts import (
     answer_user_prompt,
 )
 from locomo_kit.qa.retrieval import retrieve as retrieve_memories
+from locomo_kit.qa.system_search import SystemSearch
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.runs.records import ANSWERS_FILE
 from locomo_kit.systems.base import MemorySystem, MemorySystemError
@@ -136,8 +137,8 @@ class QARunner:
             raise ValueError(f"source must be one of {SOURCES}")
         if config.source == "memory" and client is None and system is None:
             raise ValueError("the memory source needs a Worker client or a memory system")
-        if system is not None and config.query_strategy != "question":
-            raise ValueError(f"--query-strategy {config.query_strategy} is for Workers; {system.name} is searched "
+        if system is not None and config.query_strategy != "question" and not system.keyword_fusion:
+            raise ValueError(f"--query-strategy {config.query_strategy} is meaningless for {system.name}: it is searched "
                              "with the question")
         if config.answer_model != "extractive" and llm is None:
             raise ValueError(f"{config.answer_model} needs an LLM")
@@ -164,6 +165,11 @@ class QARunner:
             return memories, None, format_context(memories)
         if self.config.source == "memory" and self.system is not None:
             budget = self.config.context_budget
+            if self.config.query_strategy != "question":  # the kit's fusion over the system's own search
+                fused = retrieve_memories(SystemSearch(self.system), q.question, conv.sample_id, self.config.top_k,
+                                          self.config.query_strategy, context_budget=budget)
+                memories = fit_budget(fused.observations, budget)
+                return memories, round(fused.latency_ms, 3), format_context(memories)
             found = self.system.search(conv.sample_id, q.question, self.config.top_k, budget)
             memories = fit_budget([observation(m) for m in found.memories], budget)
             return memories, round(found.latency_ms, 3), format_context(memories)

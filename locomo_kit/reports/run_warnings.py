@@ -44,7 +44,7 @@ def run_warnings(run: RunFolder, conversations: list[Conversation]) -> list[str]
                           if empty == len(memory) else ""))
         strategy = memory[-1].get("query_strategy") or "question"
         if strategy != "question":
-            out.append(f"> **Retrieval: {LABELS[strategy]}.**")
+            out.append(f"> **Retrieval: {m.get('answer', {}).get('retrieval') or LABELS[strategy]}.**")
     worker = m.get("worker", {})
     semantic = str(worker.get("semantic_search") or "")
     if semantic.startswith("unavailable"):

@@ -182,6 +182,9 @@ class MemorySystem(ABC):
       one session transcript). Named in the run id and the report.
     - ``system_options``: the :class:`SystemOption` s it takes (``locomo-kit systems`` lists them);
       anything else given raises ``ValueError`` before any work.
+    - ``keyword_fusion``: False when the kit's keyword fusion (``--query-strategy keywords``: one
+      search per content word, fused by reciprocal rank) is meaningless for it; such a run is refused
+      before anything is ingested.
     """
 
     name: ClassVar[str] = ""
@@ -189,6 +192,7 @@ class MemorySystem(ABC):
     own_budget: ClassVar[bool] = False
     unit: ClassVar[str] = "turns"
     system_options: ClassVar[tuple[SystemOption, ...]] = ()
+    keyword_fusion: ClassVar[bool] = True
 
     def __init__(self, store: Path, **options: Any) -> None:
         self.store = Path(store)
@@ -202,6 +206,12 @@ class MemorySystem(ABC):
     @classmethod
     def declared_version(cls) -> str | None:
         """The version, when known without starting anything (it then names the run id); else None."""
+        return None
+
+    @classmethod
+    def run_tag(cls) -> str | None:
+        """How run ids and ingestion folders name the system when name and version are not enough (an
+        MCP profile adds its hash); None: ``<name>-<declared version>``."""
         return None
 
     def open(self) -> None:

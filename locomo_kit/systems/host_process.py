@@ -24,7 +24,10 @@ class SystemHostError(RuntimeError):
 
 
 class SystemHost:
-    """One running host process. Use as a context manager, or call :meth:`close`."""
+    """One running host process. Use as a context manager, or call :meth:`close`.
+
+    ``script``: a host script in the kit's ``hosts/`` folder by name, or any host script by path; it runs
+    with ``python`` (the system's environment) and imports ``from hostloop import serve``."""
 
     def __init__(self, system: str, python: Path, script: str, settings: dict, *, env: dict | None = None,
                  cwd: Path | None = None, start_timeout: float = 300.0, call_timeout: float = 1800.0):
@@ -35,6 +38,8 @@ class SystemHost:
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         full_env = dict(os.environ if env is None else env)
         full_env["PYTHONUNBUFFERED"] = "1"
+        # a host script anywhere (``script``: a name in hosts/, or a path) imports ``hostloop`` from hosts/
+        full_env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HOSTS_DIR), full_env.get("PYTHONPATH")) if p)
         try:
             self._proc = subprocess.Popen([str(python), "-u", str(HOSTS_DIR / script)], stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=self._stderr, env=full_env,

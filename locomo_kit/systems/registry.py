@@ -43,14 +43,16 @@ class SystemSpec:
     pip: str | None = None
     install: tuple[str, ...] = ()  # requirements the kit installs itself on first use (pip, this environment)
     origin: str = BUILT_IN  # or "entry point of <distribution> <version>", or "module path"
+    family: bool = False  # ``name`` is a prefix and ``attr`` a function of the full name that returns the class
 
 
 SYSTEMS: dict[str, SystemSpec] = {}
+FAMILIES: dict[str, SystemSpec] = {}  # by prefix: "mcp:" -> every mcp:NAME
 
 
 def register(spec: SystemSpec) -> None:
-    """Add (or replace) a system by name."""
-    SYSTEMS[spec.name] = spec
+    """Add (or replace) a system by name (a family by its prefix)."""
+    (FAMILIES if spec.family else SYSTEMS)[spec.name] = spec
 
 
 for _spec in (
@@ -67,6 +69,8 @@ for _spec in (
                "MemPalace 3.11.0 in its own cached environment"),
     SystemSpec("mem0", "locomo_kit.systems.mem0", "Mem0System",
                "Mem0 open source 2.2.1 in its own cached environment"),
+    SystemSpec("mcp:", "locomo_kit.systems.mcp.adapter", "system_class",
+               "an MCP memory server by profile: mcp:NAME (shipped) or mcp:path/to/profile.toml", family=True),
 ):
     register(_spec)
 
@@ -96,13 +100,16 @@ def is_module_path(name: str) -> bool:
 def spec(name: str) -> SystemSpec:
     if name in SYSTEMS:
         return SYSTEMS[name]
+    family = next((f for prefix, f in FAMILIES.items() if name.startswith(prefix)), None)
+    if family is not None:
+        return family
     plugins = plugin_specs()
     if name in plugins:
         return plugins[name]
     if is_module_path(name):
         module, _, attr = name.partition(":")
         return SystemSpec(name, module, attr, f"{attr} from {module}", origin="module path")
-    raise ValueError(f"unknown memory system {name!r}; known: {', '.join(names())} (or an installed package's "
+    raise ValueError(f"unknown memory system {name!r}; known: {', '.join(names() + [prefix + 'NAME' for prefix in FAMILIES])} (or an installed package's "
                      f"entry point in {ENTRY_POINT_GROUP}, or --system package.module:Class)")
 
 
@@ -128,6 +135,8 @@ def resolve(name: str) -> type[MemorySystem]:
     cls = getattr(module, s.attr, None)
     if cls is None:
         raise ValueError(f"{s.module} has no {s.attr} (the {name} system's adapter class)")
+    if s.family:
+        cls = cls(name)
     if not (isinstance(cls, type) and issubclass(cls, MemorySystem)):
         raise TypeError(f"{s.module}.{s.attr} is not a MemorySystem")
     return cls

@@ -17,8 +17,9 @@ from locomo_kit.worker.client import Observation
 
 def system_tag(name: str) -> str:
     """``bm25-0.3.16``: the system's name and (where known before it starts) its version, for run ids."""
-    version = registry.resolve(name).declared_version()
-    return f"{name}-{version}" if version else name
+    cls = registry.resolve(name)
+    version = cls.declared_version()
+    return cls.run_tag() or (f"{name}-{version}" if version else name)
 
 
 def options_tag(options: dict[str, Any] | None) -> str:

@@ -18,9 +18,15 @@ forgets the conversations it uses). The conversations are the first sessions of 
 conversations from ``data/locomo10.json`` (``LOCOMO_DATASET`` to point elsewhere); override the
 ``conversations`` fixture to use others. What is checked: identity and health; ingestion is
 idempotent; search returns text best first, at most ``top_k``, with exact turn ids when the system
-claims them, and finds a stored turn by its own words; a context budget is respected (by the system
-when it claims one, else by the kit's cut); conversations stay apart; forget removes one; and the
-kit's resumable ingestion re-sends only what failed.
+claims them, and finds a stored turn by its own words; real LoCoMo questions about those sessions
+(:data:`PROBE_QUESTIONS`, asked as an agent asks them, never a turn's own words) find their evidence
+turns, so a search that only matches exact stored text fails; a context budget is respected (by the
+system when it claims one, else by the kit's cut); conversations stay apart; forget removes one; and
+the kit's resumable ingestion re-sends only what failed.
+
+A system that answers questions only through the kit's keyword fusion (a keyword-only search, such as
+claude-mem without its vector store) sets ``query_strategy = "keywords"`` on its test class: the
+questions are then asked through that fusion, as ``--query-strategy keywords`` runs do.
 """
 
 from __future__ import annotations
@@ -32,10 +38,12 @@ from pathlib import Path
 
 import pytest
 
-from locomo_kit.dataset import Conversation, get_conversation, load_dataset
+from locomo_kit.dataset import Conversation, Question, get_conversation, load_dataset, questions
 from locomo_kit.ingestion.system import ingest_into_system
 from locomo_kit.paths import default_dataset_path
 from locomo_kit.qa.context import approx_tokens, fit_budget
+from locomo_kit.qa.retrieval import retrieve
+from locomo_kit.qa.system_search import SystemSearch
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import INGEST_FILE
 from locomo_kit.systems.base import Health, Identity, MemorySystem, MemorySystemError, SearchResult
@@ -43,6 +51,10 @@ from locomo_kit.systems.runner import observation
 
 SESSIONS = 2  # sessions of each conversation the contract ingests
 SAMPLES = ("conv-26", "conv-30")
+# LoCoMo questions (by index) whose evidence lies in the first two sessions: temporal, single-hop and
+# open-domain ones, each asked with its own words ("When did Caroline go to the LGBTQ support group?")
+PROBE_QUESTIONS = {"conv-26": (0, 1, 3, 5, 6, 82, 84, 86), "conv-30": (0, 1, 6, 7, 8, 39, 41, 46)}
+ANSWERED_SHARE = 0.5  # at least this share of the probe questions must find an evidence turn among top_k
 
 
 def _dataset_path() -> Path:
@@ -75,10 +87,21 @@ class FailOnce:
         return self._system.ingest_session(conversation, session)
 
 
+def probe_questions(conv: Conversation) -> list[Question]:
+    """The fixed probe questions of ``conv`` (:data:`PROBE_QUESTIONS`), or, for another conversation, its
+    first eight questions of categories 1-4 whose evidence lies in the sessions given."""
+    held = {t.dia_id for s in conv.sessions for t in s.turns}
+    usable = [q for q in questions(conv) if q.category in (1, 2, 3, 4) and q.evidence and set(q.evidence) <= held]
+    fixed = PROBE_QUESTIONS.get(conv.sample_id)
+    chosen = [q for q in usable if q.index in fixed] if fixed else usable[:8]
+    return chosen or usable[:8]
+
+
 class SystemContract:
     """Subclass it and provide a ``system`` fixture (an opened :class:`MemorySystem`)."""
 
     search_top_k = 10
+    query_strategy = "question"  # "keywords": the questions are asked through the kit's keyword fusion
 
     @pytest.fixture(scope="class")
     @classmethod
@@ -168,6 +191,36 @@ class SystemContract:
                 assert set(m.source_turns) <= known, f"turn ids not of this conversation: {m.source_turns}"
             found = [t for m in result.memories for t in m.source_turns]
             assert turn.dia_id in found, f"turn {turn.dia_id} not among the results' turns {found}"
+
+    def ask(self, system: MemorySystem, conversation_id: str, question: str) -> list[tuple[str, list[str]]]:
+        """(text, source turns) of what the system returns for ``question``, best first."""
+        if self.query_strategy == "question":
+            found = system.search(conversation_id, question, self.search_top_k)
+            return [(m.text, list(m.source_turns)) for m in found.memories]
+        fused = retrieve(SystemSearch(system), question, conversation_id, self.search_top_k, self.query_strategy)
+        return [(o.content, list(o.source_turns)) for o in fused.observations]
+
+    def test_search_answers_locomo_questions(self, system, conversations):
+        conv = conversations[0]
+        self.ingest_all(system, conv)
+        turns = {t.dia_id: t.text for s in conv.sessions for t in s.turns}
+        asked = probe_questions(conv)
+        assert asked, f"no LoCoMo question of {conv.sample_id} has its evidence in the sessions given"
+        answered, report = 0, []
+        for q in asked:
+            found = self.ask(system, conv.sample_id, q.question)
+            if system.keeps_turn_ids:
+                hit = any(e in turns_ for _, turns_ in found for e in q.evidence)
+            else:
+                hit = any(turns[e][:60] in text for text, _ in found for e in q.evidence if e in turns)
+            answered += hit
+            got = "; ".join(f"{','.join(t) or '-'} {text[:70]!r}" for text, t in found[:3]) or "nothing"
+            report.append(f"  {'ok  ' if hit else 'MISS'} asked {q.question!r} (evidence {', '.join(q.evidence)}): "
+                          f"{len(found)} results, first: {got}")
+        assert answered >= ANSWERED_SHARE * len(asked), (
+            f"{system.name} found the evidence of only {answered} of {len(asked)} LoCoMo questions among its top "
+            f"{self.search_top_k} results ({self.query_strategy} strategy); a search that cannot answer questions "
+            "asked in their own words fails the contract:\n" + "\n".join(report))
 
     def test_top_k_respected(self, system, conversations):
         conv = conversations[0]
