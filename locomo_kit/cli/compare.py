@@ -37,5 +37,6 @@ def handle(args: argparse.Namespace) -> int:
         folder = Path(args.out) if args.out else outputs_dir() / "compare" / slug(
             "__vs__".join(r["run_id"] for r in result["runs"]) + ("__audited" if args.gold == "audited" else ""))
         paths = write_comparison(result, folder)
-        print(f"comparison: {paths['markdown']} (+ compare.html, compare.json, compare.png)")
+        print(f"comparison: {paths['markdown']} (+ compare.html with the questions across runs, compare.json, "
+              "compare.png, questions.png)")
     return 0

@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+import matplotlib.pyplot as plt  # the backend is matplotlib's choice: Agg without a display, inline in a notebook
 import numpy as np
 import seaborn as sns
 
