@@ -131,7 +131,7 @@ def test_a_row_opens_to_the_whole_story_and_a_screenshot_is_kept(report_page, re
     page.locator(f"#explorer-rows tr.row[data-id='{first['sample_id']}:{first['question_index']}']").click()
     page.evaluate("() => document.getElementById('question-explorer').scrollIntoView()")
     page.mouse.move(0, 0)
-    shot = report_runs.default.path / "report.png"
+    shot = report_runs.outputs / "report.png"  # beside the runs: make run's folder stays as make run left it
     page.screenshot(path=str(shot))
     assert shot.stat().st_size > 20_000
     assert report_page.errors == []
