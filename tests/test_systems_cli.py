@@ -122,9 +122,15 @@ def test_an_ingestion_is_reused_only_while_the_system_holds_it(tmp_path, capsys)
         (folder.path / f"memories.sqlite{extra}").unlink(missing_ok=True)
     _, again = lk.ingest("conv-30", system="bm25")
     assert len(again.ingested) == 19 and "holds none of conv-30's 369 memories" in again.notes[0]
-    with pytest.raises(WorkerMismatch, match="formed by another bm25 .*setting k1 1.5 → 1.2.*--force"):
-        lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2})
-    _, forced = lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2}, force=True)
+    # another setting is another ingestion (its own folder), never the first one's memories
+    tuned, other = lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2})
+    assert tuned.path != folder.path and len(other.ingested) == 19
+    assert lk.ingest("conv-30", system="bm25")[1].skipped == 19
+    # a store formed with other settings than recorded is refused, saying how to start again
+    (folder.path / "manifest.json").write_text((folder.path / "manifest.json").read_text().replace('"k1": 1.5', '"k1": 1.2'))
+    with pytest.raises(WorkerMismatch, match="formed by another bm25 .*setting k1 1.2 → 1.5.*--force"):
+        lk.ingest("conv-30", system="bm25")
+    _, forced = lk.ingest("conv-30", system="bm25", force=True)
     assert len(forced.ingested) == 19
 
 
