@@ -33,18 +33,11 @@ import time
 from pathlib import Path
 
 from locomo_kit.paths import outputs_dir
+from locomo_kit.runs import git_commit
 
 CHROMIUM = os.environ.get("LOCOMO_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
-
-
-def _git_commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).resolve().parent.parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 def _load() -> list[float] | None:
@@ -152,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0],
                           "load_before": load_before, "load_after": _load(),
                           "chromium": subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True).stdout.strip()},
-              "git_commit": _git_commit(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+              "git_commit": (git_commit() or "")[:7] or None, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(f"leaderboard ({args.systems}, budgets {args.context_budget}, {args.sample}): exit {code}, {board_s:.0f} s; "
           f"the {args.runs}-run page built in {build_s:.1f} s")
     print(f"{'page':<16} {'runs':>4} {'questions':>9} {'MB':>6} {'JSON MB':>8} {'first render ms':>15} {'script ms':>9} "
