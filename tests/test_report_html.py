@@ -142,7 +142,7 @@ def test_text_from_the_data_cannot_break_out_of_the_page():
     page = render_page("t", render_markdown(f"# {hostile}\n\n{hostile}\n\n| a |\n|---|\n| {hostile} |\n", Path(".")),
                        {"rows": rows, "memories": [], "turns": {}, "gold_keys": ["original"], "judge_protocols": []})
     r = refs(page)
-    assert len(r.scripts) == 2 and r.loads == ["data:,"]  # the explorer's data and script; the empty favicon
+    assert len(r.scripts) == 3 and r.loads == ["data:,"]  # the shared ui, the explorer's data and script; the empty favicon
     assert "<script>alert" not in page and "<img src=x" not in page
     assert explorer_data(page)["rows"][0]["question"] == hostile
 
@@ -160,7 +160,8 @@ def test_compare_writes_compare_html(report_runs, tmp_path):
     html = paths["html"].read_text(encoding="utf-8")
     assert paths["html"] == tmp_path / "cmp" / "compare.html"
     assert_self_contained(html)
-    assert html.count('<img src="data:image/png;base64,') == 1 and "explorer-data" not in html
+    # the comparison figure and the questions-by-run figure; the cross-run explorer, not one run's
+    assert html.count('<img src="data:image/png;base64,') == 2 and 'id="runs-data"' in html and "explorer-data" not in html
     for heading in ("Runs", "Verdict", "Paired table"):
         assert f">{heading}</h2>" in html
     assert report_runs.top_k.run_id in html
