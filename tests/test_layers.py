@@ -261,3 +261,34 @@ def test_docs_architecture_names_every_module() -> None:
                if p.name != "__init__.py" or p.parent == PACKAGE
                if f"`{p.relative_to(PACKAGE)}`" not in text]
     assert missing == []
+
+
+SCRIPTS = sorted([*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "scripts").glob("*.py")])
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_kit_import_in_the_benchmarks_and_scripts_resolves(path: Path):
+    """The benchmarks and scripts are not run by the tests; their imports of the kit, function-level ones
+    included, must still name modules and names that exist (a moved module breaks them silently)."""
+    import importlib
+
+    missing = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [(a.name, None) for a in node.names if a.name.split(".")[0] == "locomo_kit"]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "locomo_kit":
+            targets = [(node.module, a.name) for a in node.names]
+        else:
+            continue
+        for module, name in targets:
+            try:
+                found = importlib.import_module(module)
+            except ImportError as exc:
+                missing.append(f"line {node.lineno}: {module} ({exc})")
+                continue
+            if name is not None and not hasattr(found, name):
+                try:
+                    importlib.import_module(f"{module}.{name}")
+                except ImportError:
+                    missing.append(f"line {node.lineno}: {module}.{name}")
+    assert not missing, f"{path.relative_to(ROOT)}: " + "; ".join(missing)
