@@ -87,15 +87,19 @@ def _pct(kept: int, n: int) -> str:
 
 
 def summary_lines(record: dict | None) -> list[str]:
-    """Console lines for the ingest summary."""
+    """Console lines for the ingest summary: one per conversation, however many sessions it has (the
+    per-session fidelity is in the report's section 5b), and a warning for a compressor that kept nothing."""
     if not record or not record.get("samples"):
         return []
     lines = []
     for sample, s in record["samples"].items():
-        per = ", ".join(f"s{k} {_pct(v['turns_kept'], v['turns'])}" for k, v in s["sessions"].items())
+        sessions = [(k, v) for k, v in s["sessions"].items() if v.get("turns")]
+        lowest = min(sessions, key=lambda kv: kv[1]["turns_kept"] / kv[1]["turns"], default=None)
+        weakest = (f"; lowest session s{lowest[0]} {_pct(lowest[1]['turns_kept'], lowest[1]['turns'])} of "
+                   f"{len(sessions)} (each session in the report, section 5b)") if lowest else ""
         lines.append(f"compression fidelity {sample}: {_pct(s['turns_kept'], s['turns'])} of turns survive in "
                      f"{s['observations']} observations, {_pct(s['evidence_kept'], s['evidence_turns'])} of the "
-                     f"questions' evidence turns" + (f"; per session: {per}" if per else ""))
+                     f"questions' evidence turns" + weakest)
         if junk(s):
             lines.append(f"WARNING: {sample}: the compressor kept almost nothing of the conversation (below "
                          f"{100 * JUNK_SHARE:.0f}% of turns): the memory never stored what the questions ask about")
