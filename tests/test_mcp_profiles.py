@@ -120,3 +120,18 @@ def test_mcp_names_resolve_with_the_profile_hash_in_the_run_id(tmp_path):
     assert first != second and first.startswith("mcp-tiny-2.3.0-p")
     assert registry.resolve("mcp:mempalace").unit == "transcript"
     assert registry.resolve("mcp:mempalace").declared_version() == "3.11.0"
+
+
+def test_systems_lists_every_shipped_profile_with_its_own_description_and_readiness(tmp_path, monkeypatch, capsys):
+    from locomo_kit.cli import main
+
+    monkeypatch.setenv("LOCOMO_SYSTEMS_CACHE", str(tmp_path / "systems"))  # nothing built there
+    assert main(["systems"]) == 0
+    out = capsys.readouterr().out
+    for name in shipped_names():
+        block = out[out.index(f"mcp:{name}: "):]
+        block = block[:block.index("\n  options:")]
+        assert load_profile(f"mcp:{name}").description in block.splitlines()[0]
+        assert f"from: built in ({name} of the family mcp:NAME)" in block
+        assert "ready: its environment is built on first use, into " + str(tmp_path / "systems") in block
+    assert "--system mcp:path/to/profile.toml" in out

@@ -7,7 +7,7 @@ import argparse
 import importlib.util
 
 from locomo_kit.systems.base import MissingDependency
-from locomo_kit.systems.registry import is_worker, names, resolve, spec
+from locomo_kit.systems.registry import family_members, is_worker, names, resolve, spec
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,6 +27,10 @@ def describe(name: str) -> list[str]:
         cls = resolve(name) if not missing else None
     except (MissingDependency, ValueError, TypeError) as exc:
         return lines + [f"  ready: no: {exc}"]
+    if cls is not None and cls.description():
+        lines[0] = f"{name}: {cls.description()}"
+        if s.family:
+            lines[1] = f"  from: {s.origin} ({name.removeprefix(s.name)} of the family {s.name}NAME)"
     if cls is None:
         lines.append(f"  ready: installed on first use ({s.pip or ', '.join(missing)})")
         return lines
@@ -42,7 +46,8 @@ def describe(name: str) -> list[str]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    for name in names():
+    for name in names() + [member for members in family_members().values() for member in members]:
         print("\n".join(describe(name)))
+    print("any other MCP server: --system mcp:path/to/profile.toml (docs/mcp.md)")
     print("any other: --system package.module:Class (a MemorySystem subclass; docs/systems.md)")
     return 0

@@ -199,6 +199,12 @@ class MemorySystem(ABC):
         self.options = options
 
     @classmethod
+    def description(cls) -> str | None:
+        """What it is, in one line, where its registration's description is not specific enough (a family
+        member such as ``mcp:NAME``); None otherwise."""
+        return None
+
+    @classmethod
     def readiness(cls) -> str:
         """Whether it can run now without building anything, in a few words (``locomo-kit systems``)."""
         return "ready"

@@ -44,6 +44,7 @@ class SystemSpec:
     install: tuple[str, ...] = ()  # requirements the kit installs itself on first use (pip, this environment)
     origin: str = BUILT_IN  # or "entry point of <distribution> <version>", or "module path"
     family: bool = False  # ``name`` is a prefix and ``attr`` a function of the full name that returns the class
+    members: str | None = None  # a family's "module:function" that lists the names it ships (without the prefix)
 
 
 SYSTEMS: dict[str, SystemSpec] = {}
@@ -70,7 +71,8 @@ for _spec in (
     SystemSpec("mem0", "locomo_kit.systems.mem0", "Mem0System",
                "Mem0 open source 2.2.1 in its own cached environment"),
     SystemSpec("mcp:", "locomo_kit.systems.mcp.adapter", "system_class",
-               "an MCP memory server by profile: mcp:NAME (shipped) or mcp:path/to/profile.toml", family=True),
+               "an MCP memory server by profile: mcp:NAME (shipped) or mcp:path/to/profile.toml", family=True,
+               members="locomo_kit.systems.mcp.profiles:shipped_names"),
 ):
     register(_spec)
 
@@ -89,6 +91,18 @@ def plugin_specs() -> dict[str, SystemSpec]:
 def names() -> list[str]:
     """Every system known by name: the built-in ones, then those of installed packages' entry points."""
     return list(SYSTEMS) + [n for n in plugin_specs() if n not in SYSTEMS]
+
+
+def family_members() -> dict[str, list[str]]:
+    """Per family prefix, the full names of the members it ships (``{"mcp:": ["mcp:basic-memory", ...]}``)."""
+    out = {}
+    for prefix, family in FAMILIES.items():
+        listed: list[str] = []
+        if family.members:
+            module, _, attr = family.members.partition(":")
+            listed = list(getattr(importlib.import_module(module), attr)())
+        out[prefix] = [prefix + name for name in listed]
+    return out
 
 
 def is_module_path(name: str) -> bool:

@@ -35,7 +35,9 @@ from locomo_kit.systems.environments import (
     EnvironmentBuildError,
     EnvironmentSpec,
     ensure_environment,
+    env_dir,
     env_python,
+    is_built,
     npm_dir,
     package_version,
 )
@@ -98,6 +100,17 @@ class MCPSystem(MemorySystem):
         self._locators: dict[str, TurnLocator] = {}
 
     # -- what names the system before it starts --------------------------------------------------
+    @classmethod
+    def description(cls) -> str:
+        return cls.profile.description
+
+    @classmethod
+    def readiness(cls) -> str:
+        missing = [spec for spec in (server_environment(cls.profile), CLIENT_ENV) if not is_built(spec)]
+        if not missing:
+            return f"ready (its environment: {env_dir(server_environment(cls.profile))})"
+        return "its environment is built on first use, into " + " and ".join(str(env_dir(s)) for s in missing)
+
     @classmethod
     def declared_version(cls) -> str | None:
         kit_env = KIT_ENVIRONMENTS.get(cls.profile.kit_environment or "")
