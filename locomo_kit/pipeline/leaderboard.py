@@ -45,7 +45,7 @@ from locomo_kit.reports.runs_explorer import CrossRuns, cross_runs, write_runs_p
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder, ingestion_folder, slug, utc_now
 from locomo_kit.runs.records import INGEST_FILE
-from locomo_kit.systems.registry import names, resolve
+from locomo_kit.systems.registry import resolve, spec
 
 QUOTED = "quoted, not measured here"
 DEFAULT_SYSTEMS = "memworker,bm25,dense"
@@ -76,22 +76,19 @@ class Entry:
         return {"worker_url": "embedded", "system": self.name}
 
 
-def known_systems() -> list[str]:
-    return names()
-
-
 def parse_systems(value: str | Sequence[str]) -> list[Entry]:
     """``"memworker,bm25,claude-mem=http://…"`` (or a list) as entries, in order; each name known, none twice."""
     items = [v.strip() for v in (value.split(",") if isinstance(value, str) else value) if str(v).strip()]
     if not items:
         raise LeaderboardError("no system named: pass --systems memworker,bm25,dense (a comma-separated list)")
-    known = known_systems()
     out: list[Entry] = []
     for item in items:
         name, _, url = item.partition("=")
         name = name.strip()
-        if name not in known:
-            raise LeaderboardError(f"unknown memory system {name!r} in --systems; known: {', '.join(known)}")
+        try:
+            spec(name)  # a registered name, an entry point, mcp:NAME or a profile's path, package.module:Class
+        except ValueError as exc:
+            raise LeaderboardError(f"in --systems: {exc}") from None
         if name == "claude-mem" and not url:
             raise LeaderboardError("claude-mem needs its Worker's URL in the list: claude-mem=http://127.0.0.1:37777")
         if url and name not in ("claude-mem", "memworker"):
