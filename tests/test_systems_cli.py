@@ -161,3 +161,25 @@ def test_system_settings_name_their_own_run():
                              ingest_id="bm25-k1")
     assert summary.outcome.ok and run.run_id == tuned.run_id()
     assert run.manifest()["system"]["settings"]["k1"] == 1.2
+    for text in ("k1=1.2", '{"k1": 1.2}', " k1 = 1.2 "):  # as `papermill -p system_options …` passes it
+        assert lk.run_config("conv-30", system="bm25", top_k=100, context_budget=1000,
+                             system_options=text).run_id() == tuned.run_id()
+    with pytest.raises(ValueError, match="not a JSON object"):
+        lk.run_config("conv-30", system="bm25", system_options="{k1: 1.2")
+    with pytest.raises(ValueError, match="takes NAME=VALUE"):
+        lk.run_config("conv-30", system="bm25", system_options="k1")
+
+
+def test_the_notebooks_take_the_system_options(tmp_path):
+    import papermill
+
+    import locomo_kit as lk
+
+    out = tmp_path / "qa.ipynb"
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    papermill.execute_notebook(str(notebooks / "03_qa.ipynb"), str(out), kernel_name="python3", progress_bar=False,
+                               cwd=str(notebooks), parameters={"sample": "conv-30", "system": "bm25", "system_options": {"k1": 1.2}})
+    tuned = lk.run_config("conv-30", system="bm25", top_k=100, context_budget=1000, system_options={"k1": 1.2})
+    run = lk.RunFolder(tuned.run_id())
+    assert run.exists() and run.manifest()["config"]["system_options"] == {"k1": 1.2}
+    assert run.manifest()["system"]["settings"]["k1"] == 1.2

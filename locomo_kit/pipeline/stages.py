@@ -95,16 +95,17 @@ def strategy_key(query_strategy: str) -> str | None:
 
 
 def checked_system_options(system: str | None, worker_url: str,
-                           options: dict[str, Any] | None) -> dict[str, Any] | None:
+                           options: dict[str, Any] | str | None) -> dict[str, Any] | None:
     """``options`` checked against what the system declares and typed (so that ``"1.2"`` from the command
-    line and ``1.2`` from the library name the same run); None without any."""
+    line and ``1.2`` from the library name the same run; one string: ``k1=1.2,b=0.5`` or a JSON object, as
+    a notebook parameter may arrive); None without any."""
     if not options:
         return None
     name = system_name(system, worker_url)
     if is_worker(name):
         raise ValueError(f"{name} is set by --worker-url, --mode and the Worker's own configuration: "
                          "--system-option is for the other systems")
-    return checked_options(name, registry.resolve(name), options)
+    return checked_options(name, registry.resolve(name), options) or None
 
 
 def run_config(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",

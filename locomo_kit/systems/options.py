@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterable, Mapping
 
 from locomo_kit.systems.base import MemorySystem
@@ -23,9 +24,29 @@ def parse_pairs(pairs: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def checked_options(system: str, cls: type[MemorySystem], options: Mapping[str, Any] | None) -> dict[str, Any]:
+def options_from_text(text: str) -> dict[str, Any]:
+    """Options written as one string, as a notebook parameter passed by ``papermill -p`` arrives: a JSON
+    object (``{"k1": 1.2}``) or comma-separated pairs (``k1=1.2,b=0.5``); empty text is no option."""
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"system options {text!r} are not a JSON object: {exc}") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"system options {text!r} are not a JSON object")
+        return value
+    return parse_pairs(text.split(","))
+
+
+def checked_options(system: str, cls: type[MemorySystem], options: Mapping[str, Any] | str | None) -> dict[str, Any]:
     """``options`` typed by what ``cls`` declares (text from the command line is parsed; values from the
-    library are kept as given); an option it does not declare is a ValueError listing those it does."""
+    library are kept as given; one string is read by :func:`options_from_text`); an option it does not
+    declare is a ValueError listing those it does."""
+    if isinstance(options, str):
+        options = options_from_text(options)
     declared = {o.name: o for o in cls.system_options}
     out: dict[str, Any] = {}
     for name, value in (options or {}).items():
