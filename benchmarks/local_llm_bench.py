@@ -62,10 +62,11 @@ def part_judge(url: str, n: int, calibration: int, out: dict) -> None:
 
 def part_compress(url: str, sessions: int, out: dict) -> None:
     from locomo_kit.dataset import first_sessions, get_conversation, load_dataset
-    from locomo_kit.ingestion.worker import ingest_worker_conversation
+    from locomo_kit.ingestion import ingest_conversation
     from locomo_kit.paths import default_dataset_path
     from locomo_kit.runs import RunFolder
     from locomo_kit.scoring.compression import measure, session_records
+    from locomo_kit.systems.workers import WorkerSystem
     from locomo_kit.worker.client import WorkerClient
 
     from support.claude_mem_peer import real_worker, require_release
@@ -78,8 +79,9 @@ def part_compress(url: str, sessions: int, out: dict) -> None:
         start = time.monotonic()
         with real_worker(Path(tmp) / "home", url, model=MODEL.split("/", 1)[1], llm_timeout_ms=300_000) as w, \
                 WorkerClient(w["url"]) as client:
-            summary = ingest_worker_conversation(client, first, folder, session_timeout=900, progress=False)
-            record = measure(client, [first], session_records(folder.records("ingest.jsonl"), "transcript"))
+            worker = WorkerSystem.around(client, url=w["url"], session_timeout=900)
+            summary = ingest_conversation(worker, first, folder, progress=False)
+            record = measure(worker, [first], session_records(folder.records("ingest.jsonl"), "transcript"))
         out["compress"] = {"sessions": sessions, "seconds": round(time.monotonic() - start, 1),
                            "results": [{"session": r.session, "status": r.status, "observations": r.observations,
                                         "fidelity": r.fidelity, "seconds": r.seconds, "error": r.error}

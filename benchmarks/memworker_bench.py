@@ -34,11 +34,12 @@ from pathlib import Path
 import numpy as np
 
 from locomo_kit.dataset import all_questions, load_dataset
-from locomo_kit.ingestion.worker import ingest_into_worker
+from locomo_kit.ingestion import ingest_conversations
 from locomo_kit.paths import default_dataset_path, outputs_dir
 from locomo_kit.pipeline.stages import load
 from locomo_kit.qa.context import approx_tokens
 from locomo_kit.runs import RunFolder
+from locomo_kit.systems.workers import WorkerSystem
 from locomo_kit.worker import transcript
 from locomo_kit.worker.client import Observation, WorkerClient
 from locomo_kit.worker.embedded import EmbeddedWorker
@@ -83,7 +84,7 @@ def main() -> None:
             settings = client.health().get("settings", {})
             run = RunFolder("bench", root=Path(tmp))
             t0 = time.perf_counter()
-            summary = ingest_into_worker(client, conversations, run, mode="transcript", poll_interval=0.5)
+            summary = ingest_conversations(WorkerSystem.around(client, poll_interval=0.5), conversations, run)
             ingest_s = time.perf_counter() - t0
             # one untimed search per conversation builds its index (else the first timed searches would
             # share the CPU with the Worker building them after ingestion): reported on its own

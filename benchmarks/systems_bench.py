@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from locomo_kit.dataset import questions
-from locomo_kit.ingestion.system import ingest_into_system
+from locomo_kit.ingestion import ingest_conversations
 from locomo_kit.paths import outputs_dir
 from locomo_kit.pipeline.stages import load
 from locomo_kit.qa.context import approx_tokens, fit_budget
@@ -50,7 +50,7 @@ def measure(name: str, sample: str, budget: int, top_k: int = 100) -> dict:
         with create(name, folder.create().path) as system:
             ident = system.identity()
             start = time.perf_counter()
-            summary = ingest_into_system(system, conversations, folder, progress=False)
+            summary = ingest_conversations(system, conversations, folder, progress=False)
             ingest_s = time.perf_counter() - start
             if not summary.succeeded:
                 raise SystemExit(f"{name}: ingestion failed: {summary.lines()}")

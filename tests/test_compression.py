@@ -102,12 +102,13 @@ def test_finished_at_is_when_the_session_finished(tmp_path, conv26, monkeypatch)
     import importlib
     from datetime import datetime, timedelta
 
-    from locomo_kit.ingestion.worker import ingest_worker_conversation
+    from locomo_kit.ingestion import ingest_conversation
+    from locomo_kit.systems.workers import WorkerSystem
     from locomo_kit.worker.client import WorkerClient
 
     from support.claude_mem_standin import create_standin, serve
 
-    ingest_module = importlib.import_module("locomo_kit.ingestion.worker")
+    ingest_module = importlib.import_module("locomo_kit.systems.workers")
 
     real = ingest_module.ingest_transcript_session
 
@@ -121,6 +122,6 @@ def test_finished_at_is_when_the_session_finished(tmp_path, conv26, monkeypatch)
     one = __import__("dataclasses").replace(conv26, sessions=conv26.sessions[:1])
     with serve(create_standin()) as url, WorkerClient(url, token="") as client:
         before = datetime.now().astimezone()
-        ingest_worker_conversation(client, one, RunFolder("f", root=tmp_path), progress=False)
+        ingest_conversation(WorkerSystem.around(client, url=url), one, RunFolder("f", root=tmp_path), progress=False)
     (rec,) = [r for r in RunFolder("f", root=tmp_path).records("ingest.jsonl") if r.get("kind") == "session"]
     assert datetime.fromisoformat(rec["finished_at"]) >= before.replace(microsecond=0) + timedelta(seconds=1)

@@ -10,10 +10,11 @@ import pytest
 from locomo_kit.cli import build_parser
 from locomo_kit.cli.common import CliError, retrieval_options
 from locomo_kit.dataset import get_conversation
-from locomo_kit.ingestion.worker import ingest_into_worker
+from locomo_kit.ingestion import ingest_conversations
 from locomo_kit.qa.answering import AnswerConfig, QARunner
 from locomo_kit.qa.context import approx_tokens, fit_budget
 from locomo_kit.runs import RunFolder
+from locomo_kit.systems.workers import WorkerSystem
 from locomo_kit.worker import transcript
 from locomo_kit.worker.client import Observation, WorkerClient
 from locomo_kit.worker.embedded import EmbeddedWorker
@@ -84,8 +85,8 @@ def test_answers_within_budget_from_memworker(tmp_path, dataset):
              and all(int(e[1:].split(":")[0]) <= 2 for e in q.evidence)][:4]
     assert asked
     with EmbeddedWorker(tmp_path / "mw.db", embedder="hashing") as url, WorkerClient(url, token="") as client:
-        ingest_into_worker(client, [conv], RunFolder("r", root=tmp_path), mode="transcript", poll_interval=0.2, progress=False)
-        runner = QARunner(AnswerConfig(top_k=100, context_budget=300), client=client)
+        ingest_conversations(WorkerSystem.around(client, poll_interval=0.2), [conv], RunFolder("r", root=tmp_path), progress=False)
+        runner = QARunner(AnswerConfig(top_k=100, context_budget=300), system=WorkerSystem.around(client))
         records = [runner.answer_one(conv, q) for q in asked]
         raw = client.search(asked[0].question, transcript.project_name(conv.sample_id), limit=100)
     for rec in records:

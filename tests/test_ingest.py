@@ -17,10 +17,10 @@ from fastapi.responses import HTMLResponse
 
 from locomo_kit.cli import main
 from locomo_kit.dataset import get_conversation
-from locomo_kit.ingestion.verify import format_verification, verify_worker_project
-from locomo_kit.ingestion.worker import ingest_worker_conversation
+from locomo_kit.ingestion import format_verification, ingest_conversation, verify_conversation
 from locomo_kit.pipeline.stages import run_ingest
 from locomo_kit.runs import RunFolder
+from locomo_kit.systems.workers import WorkerSystem
 from locomo_kit.worker import transcript
 from locomo_kit.worker.client import WorkerClient
 from locomo_kit.worker.embedded import EmbeddedWorker, free_port
@@ -79,11 +79,11 @@ def test_embedded_ingest_verify_and_resume(conv26):
     again_run, again = run_ingest("conv-26", "embedded", "transcript")
     assert again_run.path == run.path and again.results == [] and again.skipped == 19
     with EmbeddedWorker(run.path / "memworker.db", embedder="hashing") as url, WorkerClient(url, token="") as c:
-        report = verify_worker_project(c, conv26)
-    assert report["observations"] == sum(r.observations for r in summary.ingested)
+        report = verify_conversation(WorkerSystem.around(c), conv26)
+    assert report["held"] == sum(r.observations for r in summary.ingested)
     assert [p["category"] for p in report["probes"]] == ["single-hop", "multi-hop", "temporal"]
     assert all(1 <= len(p["results"]) <= 3 for p in report["probes"])
-    assert "locomo-eval-conv-26:" in format_verification(report)
+    assert format_verification(report).startswith("locomo-eval-conv-26 in memworker ")
 
 
 def test_killed_ingestion_resumes_without_duplicates(tmp_path, conv26):
@@ -114,9 +114,9 @@ def test_killed_ingestion_resumes_without_duplicates(tmp_path, conv26):
 def test_force_forgets_and_reingests(tmp_path, conv26):
     run = RunFolder("force")
     with EmbeddedWorker(tmp_path / "mw.db", embedder="hashing") as url, WorkerClient(url, token="") as c:
-        one = ingest_worker_conversation(c, conv26, run, poll_interval=0.1)
+        one = ingest_conversation(WorkerSystem.around(c, poll_interval=0.1), conv26, run)
         n = len(c.list_observations("locomo-eval-conv-26"))
-        two = ingest_worker_conversation(c, conv26, run, poll_interval=0.1, force=True)
+        two = ingest_conversation(WorkerSystem.around(c, poll_interval=0.1), conv26, run, force=True)
         assert len(two.ingested) == 19 and len(c.list_observations("locomo-eval-conv-26")) == n
     assert len(one.ingested) == 19
     kinds = [json.loads(l)["kind"] for l in (run.path / "ingest.jsonl").read_text().splitlines()]
@@ -126,10 +126,10 @@ def test_force_forgets_and_reingests(tmp_path, conv26):
 def test_turns_mode_is_idempotent(tmp_path, conv26):
     run = RunFolder("turns")
     with EmbeddedWorker(tmp_path / "mw.db", embedder="hashing") as url, WorkerClient(url, token="") as c:
-        summary = ingest_worker_conversation(c, conv26, run, mode="turns")
+        summary = ingest_conversation(WorkerSystem.around(c, mode="turns"), conv26, run)
         assert sum(r.observations for r in summary.ingested) == len(conv26.turns)
         (run.path / "ingest.jsonl").unlink()  # as if the checkpoint were lost mid-way
-        ingest_worker_conversation(c, conv26, run, mode="turns")
+        ingest_conversation(WorkerSystem.around(c, mode="turns"), conv26, run)
         obs = c.list_observations("locomo-eval-conv-26")
     assert len(obs) == len(conv26.turns)
     assert obs[0].source_turns == ["D1:1"] and obs[0].title == "locomo-conv-26-D1:1"
@@ -262,7 +262,7 @@ def test_progress_of_a_finished_conversation_counts_its_sessions_as_done(tmp_pat
     for s in conv.sessions:
         run.append("ingest.jsonl", {"kind": "session", "sample_id": conv.sample_id, "session": s.number,
                                     "mode": "transcript", "status": "ok", "observations": 3})
-    summary = ingest_worker_conversation(None, conv, run, progress=True)  # no Worker: nothing may be sent
+    summary = ingest_conversation(WorkerSystem.around(None), conv, run, progress=True)  # no Worker: nothing may be sent
     assert summary.results == [] and summary.skipped == len(conv.sessions)
     err = capsys.readouterr().err
     assert f"{len(conv.sessions)}/{len(conv.sessions)}" in err and "0/0" not in err

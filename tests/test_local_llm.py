@@ -76,9 +76,10 @@ def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_p
     """claude-mem's openrouter provider pointed at the local server (CLAUDE_MEM_LLM_TIMEOUT_MS at its
     300,000 ms maximum): conv-26's first session, its compression fidelity recorded and printed."""
     from locomo_kit.dataset import first_sessions, get_conversation
-    from locomo_kit.ingestion.worker import ingest_worker_conversation
+    from locomo_kit.ingestion import ingest_conversation
     from locomo_kit.runs import RunFolder
     from locomo_kit.scoring.compression import measure, session_records, summary_lines
+    from locomo_kit.systems.workers import WorkerSystem
     from locomo_kit.worker.client import WorkerClient
 
     from support.claude_mem_peer import real_worker, require_release
@@ -90,8 +91,9 @@ def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_p
     folder = RunFolder("compress", root=tmp_path / "runs")
     with real_worker(tmp_path / "home", server["base_url"], model=MODEL.split("/", 1)[1],
                      llm_timeout_ms=300_000) as w, WorkerClient(w["url"]) as client:
-        summary = ingest_worker_conversation(client, first, folder, session_timeout=900, progress=False)
-        record = measure(client, [first], session_records(folder.records("ingest.jsonl"), "transcript"))
+        worker = WorkerSystem.around(client, url=w["url"], session_timeout=900)
+        summary = ingest_conversation(worker, first, folder, progress=False)
+        record = measure(worker, [first], session_records(folder.records("ingest.jsonl"), "transcript"))
     (result,) = summary.results
     (rec,) = [r for r in folder.records("ingest.jsonl") if r.get("kind") == "session"]
     assert rec["finished_at"] >= rec.get("finished_at", "") and rec["seconds"] > 0

@@ -1,6 +1,6 @@
 """``locomo-kit verify``: count what a memory system holds of each sample and probe its search with one
-single-hop, one multi-hop and one temporal question: a Worker's project (:func:`verify_worker_project`),
-or any other system's store (:func:`verify_system`)."""
+single-hop, one multi-hop and one temporal question, the same way for every system (a Worker's project
+as any other system's store)."""
 
 from __future__ import annotations
 
@@ -8,74 +8,74 @@ import sys
 from typing import Any
 
 from locomo_kit.dataset import Conversation, questions
-from locomo_kit.qa.retrieval import retrieve
-from locomo_kit.systems import registry, runner
+from locomo_kit.qa.retrieval import STRATEGIES
+from locomo_kit.qa.retrieval import retrieve as retrieve_memories
+from locomo_kit.qa.system_search import SystemSearch, check_query_strategy
+from locomo_kit.systems import registry
+from locomo_kit.systems.base import MemorySystem
 from locomo_kit.systems.options import checked_options
-from locomo_kit.worker import transcript
-from locomo_kit.worker.client import WorkerClient
+from locomo_kit.systems.runner import ingestion_of, observation, open_system, system_settings
+from locomo_kit.worker.connect import EMBEDDED
 
 
-def verify_worker_project(client: WorkerClient, conv: Conversation, top: int = 3, query_strategy: str = "question") -> dict:
-    """Count the project's observations and probe search with one question of categories 4, 1, 2."""
-    project = transcript.project_name(conv.sample_id)
-    obs = client.list_observations(project)
+def verify_conversation(system: MemorySystem, conv: Conversation, top: int = 3,
+                        query_strategy: str = "question") -> dict[str, Any]:
+    """What ``system`` holds of ``conv``, and the top ``top`` memories for one question of categories 4, 1, 2
+    (``query_strategy`` ``keywords``: the kit's fusion over the system's search)."""
+    if query_strategy not in STRATEGIES:
+        raise ValueError(f"query strategy must be one of {', '.join(STRATEGIES)}, got {query_strategy!r}")
     probes = []
     for category in (4, 1, 2):
         q = next((q for q in questions(conv) if q.category == category), None)
         if q is None:
             continue
-        result = retrieve(client, q.question, project, top, query_strategy)
-        probes.append({
-            "question": q.question, "category": q.category_name, "gold": q.answer,
-            "latency_ms": round(result.latency_ms, 1),
-            "results": [{"id": o.id, "title": o.title, "text": (o.narrative or "")[:200]} for o in result.observations],
-        })
-    return {
-        "project": project,
-        "query_strategy": query_strategy,
-        "observations": len(obs),
-        "samples": [{"id": o.id, "title": o.title, "narrative": (o.narrative or "")[:100]} for o in obs[:10]],
-        "probes": probes,
-    }
+        if query_strategy == "question":
+            found = system.search(conv.sample_id, q.question, top)
+            memories, latency = [observation(m) for m in found.memories], found.latency_ms
+        else:
+            fused = retrieve_memories(SystemSearch(system), q.question, conv.sample_id, top, query_strategy)
+            memories, latency = fused.observations, fused.latency_ms
+        probes.append({"question": q.question, "category": q.category_name, "gold": q.answer,
+                       "latency_ms": round(latency, 1),
+                       "results": [{"id": o.id, "turns": o.source_turns, "text": o.content[:200]} for o in memories]})
+    return {"conversation": conv.sample_id, "store": system.store_name(conv.sample_id),
+            "system": system.identity().label, "held": system.held(conv.sample_id),
+            "query_strategy": query_strategy, "probes": probes}
 
 
-def format_verification(report: dict) -> str:
-    lines = [f"{report['project']}: {report['observations']} observations"]
-    for s in report["samples"]:
-        lines.append(f"  #{s['id']} {s['title']!r}: {s['narrative']}")
+def format_verification(report: dict[str, Any]) -> str:
+    lines = [f"{report['store']} in {report['system']}: {report['held']} memories"]
     for p in report["probes"]:
         lines.append(f"\nQ [{p['category']}] {p['question']}\n  gold: {p['gold']}  ({p['latency_ms']} ms)")
         for i, r in enumerate(p["results"], 1):
-            lines.append(f"  {i}. #{r['id']} {r['text']}")
+            lines.append(f"  {i}. #{r['id']} {','.join(r['turns']) or '–'} {r['text']}")
     return "\n".join(lines)
 
 
 def verify_system(name: str, conversations: list[Conversation], ingest_id: str | None = None, top: int = 3,
-                  options: dict[str, Any] | None = None) -> int:
+                  options: dict[str, Any] | str | None = None, sample: str | None = None,
+                  query_strategy: str = "question", worker_url: str = EMBEDDED, mode: str = "transcript") -> int:
+    """Print what ``name`` holds of each conversation and its probes; 0 when it holds every one and each probe
+    found something, else 1 with the reason on stderr. ``sample``: as the ingestion was named (default: the
+    conversations' ids); ``worker_url`` and ``mode``: a Worker's."""
+    check_query_strategy(name, query_strategy)
     options = checked_options(name, registry.resolve(name), options) or None
+    sample = sample or ",".join(c.sample_id for c in conversations)
+    folder = ingestion_of(name, sample, worker_url, mode, ingest_id, options)
+    if not folder.exists() and not (registry.is_worker(name) and worker_url != EMBEDDED):
+        print(f"locomo-kit: error: no ingestion at {folder.path}: ingest first (locomo-kit ingest --sample {sample}"
+              + ("" if registry.is_worker(name) else f" --system {name}") + ")", file=sys.stderr)
+        return 1
     ok = True
-    for conv in conversations:
-        folder = runner.ingestion(conv.sample_id, name, ingest_id, options)
-        if not folder.exists():
-            print(f"locomo-kit: error: no ingestion at {folder.path}: ingest first (locomo-kit ingest --sample "
-                  f"{conv.sample_id} --system {name})", file=sys.stderr)
-            ok = False
-            continue
-        with runner.open_system(name, folder, options) as system:
-            held = system.held(conv.sample_id)
-            print(f"{conv.sample_id} in {system.identity().label}: {held} memories")
-            empty = 0
-            for category in (4, 1, 2):
-                q = next((q for q in questions(conv) if q.category == category), None)
-                if q is None:
-                    continue
-                found = system.search(conv.sample_id, q.question, top)
-                empty += not found.memories
-                print(f"\nQ [{q.category_name}] {q.question}\n  gold: {q.answer}  ({found.latency_ms:.1f} ms)")
-                for i, m in enumerate(found.memories, 1):
-                    print(f"  {i}. {','.join(m.source_turns) or '–'} {m.text[:200]}")
-            if not held or empty:
+    with open_system(name, folder, system_settings(name, worker_url, mode, options)) as system:
+        for conv in conversations:
+            report = verify_conversation(system, conv, top, query_strategy)
+            print(format_verification(report))
+            empty = sum(not p["results"] for p in report["probes"])
+            if not report["held"] or empty:
                 ok = False
-                print(f"locomo-kit: error: {conv.sample_id}: {held} memories; {empty} probes found nothing",
-                      file=sys.stderr)
+                hint = (" (a keyword-only search? try --query-strategy keywords)"
+                        if empty and query_strategy == "question" and report["held"] else "")
+                print(f"locomo-kit: error: {report['store']}: {report['held']} memories; {empty} of "
+                      f"{len(report['probes'])} probes found nothing{hint}", file=sys.stderr)
     return 0 if ok else 1

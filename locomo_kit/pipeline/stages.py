@@ -18,8 +18,7 @@ from typing import Any, Callable
 from locomo_kit.data_fetch import sha256_file
 from locomo_kit.dataset import Conversation, load_dataset, partial_note, questions, select
 from locomo_kit.imported.identity import imported_sample
-from locomo_kit.ingestion.summary import IngestFailed, IngestSummary, NotIngested, ingest_outcome
-from locomo_kit.ingestion.worker import ingest_into_worker
+from locomo_kit.ingestion.summary import IngestFailed, IngestSummary, ingest_outcome
 from locomo_kit.llm import DEFAULT_ANSWER_MODEL, DEFAULT_JUDGE_MODEL, make_llm, resolve_auto
 from locomo_kit.llm.execute import preflight
 from locomo_kit.outcome import Outcome, StageFailed
@@ -32,30 +31,16 @@ from locomo_kit.qa.system_search import check_query_strategy, retrieval_label
 from locomo_kit.reports.judge_findings import console_lines
 from locomo_kit.reports.markdown import build_report
 from locomo_kit.runs import RunConfig, RunFolder, default_ingest_id, ingestion_folder, utc_now
-from locomo_kit.runs.records import done_sessions, empty_sessions, load_answers
-from locomo_kit.scoring.compression import measure, session_records
+from locomo_kit.runs.records import load_answers
 from locomo_kit.scoring.gold import audit_for, keys_for
 from locomo_kit.scoring.gold_judging import audited_answers, calibration_answers
 from locomo_kit.scoring.judge import Judge, judge_answers
 from locomo_kit.scoring.score_run import score_answers
-from locomo_kit.systems import registry, runner
+from locomo_kit.systems import registry
 from locomo_kit.systems.options import checked_options
 from locomo_kit.systems.registry import is_worker, system_name
-from locomo_kit.systems.runner import default_ingest_id as system_default_ingest_id
-from locomo_kit.systems.runner import system_tag
-from locomo_kit.worker import transcript
-from locomo_kit.worker.client import WorkerClient, WorkerError
-from locomo_kit.worker.connect import EMBEDDED, connect
-from locomo_kit.worker.consistency import describe, wait_until_consistent
-from locomo_kit.worker.identity import (
-    check_ingestion_held,
-    check_partial,
-    check_run_worker,
-    ingestion_generations,
-    ingestion_state,
-)
-from locomo_kit.worker.sessions import check_health
-from locomo_kit.worker.transcript import project_name
+from locomo_kit.systems.runner import ingestion_of, system_settings, system_tag
+from locomo_kit.worker.connect import EMBEDDED
 
 TOP_K_RANGE = (1, 100)
 DEFAULT_CONTEXT_BUDGET = 1000
@@ -156,78 +141,16 @@ def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     conversations, sha = load(sample, dataset_path)
     name = system_name(system, worker_url)
     system_options = checked_system_options(system, worker_url, system_options)
-    if not is_worker(name):
-
-        return ingest_system(name, conversations, sample, sha, ingest_id, force, progress, dataset_path,
-                             for_run, system_options)
-    ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id)
-    with connect(worker_url, ingestion) as client:
-        check_health(client, mode)
-        if for_run is not None:
-            check_run_worker(for_run, client.identity, has_results=bool(load_answers(for_run)))
-        notes = [] if force else check_ingestion_held(client, ingestion, conversations, mode, client.identity)
-        ingestion.update_manifest(worker=client.identity,
-                                  parameters={"sample": sample, "mode": mode, "worker_url": worker_url},
-                                  dataset={"path": str(dataset_path or default_dataset_path()), "sha256": sha},
-                                  ingest={"started_at": utc_now(), "worker": client.identity})
-        summary = ingest_into_worker(client, conversations, ingestion, mode=mode, session_timeout=session_timeout,
-                         poll_interval=poll_interval, force=force, progress=progress)
-        summary.notes = notes + summary.notes
-        if mode == "transcript" and not summary.aborted:  # what the compressor kept (scoring.compression)
-
-            try:
-                summary.compression = measure(client, conversations,
-                                              session_records(ingestion.records("ingest.jsonl"), mode))
-                ingestion.update_manifest(compression=summary.compression)
-            except WorkerError as exc:  # the ingestion's outcome stands; only the measurement is missing
-                notes.append(f"compression fidelity not measured: {exc}")
-        outcome = ingest_outcome(summary, sum(len(c.sessions) for c in conversations))
-        ingestion.update_manifest(ingest={"finished_at": utc_now(), "ingested": len(summary.ingested),
-                                          "failed": len(summary.failed), "skipped": summary.skipped,
-                                          "not_attempted": summary.not_attempted, "aborted": summary.aborted,
-                                          "succeeded": summary.succeeded, "outcome": outcome.as_record()})
-        if summary.succeeded:
-            consistency = wait_until_consistent(client, [project_name(c.sample_id) for c in conversations],
-                                                timeout=consistency_timeout, progress=progress)
-            ingestion.update_manifest(consistency=consistency)
-            log(describe(consistency))
+    ingestion = ingestion_of(name, sample, worker_url, mode, ingest_id, system_options)
+    summary = ingest_system(name, system_settings(name, worker_url, mode, system_options, session_timeout, poll_interval),
+                            ingestion, conversations, sample, sha, force=force, progress=progress,
+                            dataset_path=dataset_path, for_run=for_run, consistency_timeout=consistency_timeout, log=log)
     return ingestion, summary
 
 
 def llm_cache_path() -> Path:
 
     return outputs_dir() / "cache" / "llm.sqlite"
-
-
-def _check_ingested(client: WorkerClient, ingestion: RunFolder, conversations: list[Conversation],
-                    mode: str) -> list[str]:
-    """Raise :class:`NotIngested` for a sample the Worker holds nothing of; warn about partial ones."""
-
-
-    warnings = []
-    for conv in conversations:
-        if conv.partial:
-            check_partial(client, ingestion, conv, done_sessions(ingestion, conv.sample_id, mode),
-                          sum(1 for _ in client.iter_observations(transcript.project_name(conv.sample_id))))
-        done, total = ingestion_state(ingestion, conv, mode)
-        if done == total:
-            continue
-        project = transcript.project_name(conv.sample_id)
-        held = next(iter(client.iter_observations(project, page_size=1)), None) is not None
-        if not held and len(empty_sessions(ingestion, conv.sample_id, mode)) == total:
-            warnings.append(f"{conv.sample_id}: the Worker stored nothing of its {total} sessions (zero observations "
-                            "each): its questions are answered from an empty memory")
-            continue
-        if not held:
-            raise NotIngested(f"{conv.sample_id} was never ingested into the Worker at {client.base_url} (project "
-                              f"{project} holds no observations): run `locomo-kit ingest --sample {conv.sample_id}` "
-                              f"first (or `locomo-kit run`, which ingests)")
-        if done:
-            warnings.append(f"{conv.sample_id}: only {done} of {total} sessions were ingested")
-        else:
-            warnings.append(f"{conv.sample_id}: ingested outside this kit's records (the Worker holds project "
-                            f"{project}); its completeness is unknown")
-    return warnings
 
 
 def answer_outcome(summary: Any, total: int | None = None) -> Outcome:
@@ -254,7 +177,7 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
     (:mod:`locomo_kit.systems`), ``source="oracle"``: the gold evidence turns instead of any system.
     """
 
-    if source == "memory" and not is_worker(system_name(system, worker_url)):
+    if source == "memory":
         check_query_strategy(system_name(system, worker_url), query_strategy)  # before anything is done
     conversations, sha = load(sample, dataset_path)
     system_options = checked_system_options(system, worker_url, system_options) if source == "memory" else None
@@ -273,11 +196,7 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                           context_budget=context_budget, query_strategy=query_strategy, limit=limit)
     n = sum(len(questions(c, include_adversarial)[:limit]) for c in conversations)
     run = resolve_run(config, run_id)
-    if name and not is_worker(name):
-
-        ingestion = runner.ingestion(sample, name, ingest_id or run_id, system_options)
-    else:
-        ingestion = resolve_ingestion(sample, mode, worker_url, ingest_id or run_id)
+    ingestion = ingestion_of(name, sample, worker_url, mode, ingest_id or run_id, system_options) if name else None
     manifest = {"config": config.as_dict(), "config_id": config.key(), "config_label": config.label(),
                 "parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
@@ -289,29 +208,17 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                            "retrieval": LABELS[query_strategy] if source == "memory" else "full conversation",
                            "started_at": utc_now()}}
     warnings: list[str] = []
-    if name and not is_worker(name):
+    if name and ingestion is not None:
         manifest["answer"]["retrieval"] = retrieval_label(name, query_strategy)
-        summary, warnings = answer_with_system(name, system_options, run, ingestion, conversations, manifest,
-                                               answer, llm, concurrency, progress, calls)
+        summary, warnings = answer_with_system(name, system_settings(name, worker_url, mode, system_options), run,
+                                               ingestion, conversations, manifest, answer, llm, concurrency, progress,
+                                               calls)
     elif source == "oracle":
 
         manifest["answer"].update(retrieval=LABEL, context_budget=None)
         manifest["parameters"].update(mode="none", worker_url=None)
         run.create().update_manifest(worker=ORACLE_IDENTITY, **manifest)
         summary = QARunner(answer, llm=llm).run(run, conversations, concurrency, progress, calls)
-    elif source == "memory":
-        manifest["ingestion"] = {"id": ingestion.run_id, "path": str(ingestion.path)}
-        with connect(worker_url, ingestion) as client:
-            generations = ingestion_generations(ingestion, conversations)
-            check_run_worker(run, client.identity, bool(load_answers(run)), generations)
-            warnings = _check_ingested(client, ingestion, conversations, mode)
-            manifest["answer"].update(worker=client.identity, ingestion_generations=generations)
-            held = ingestion.manifest()  # what the run stands on, for the report's warnings
-            manifest.update({k: held[k] for k in ("consistency",) if held.get(k)})
-            manifest["config_label"] = f"{client.identity['name']} {client.identity.get('version') or ''}".strip() \
-                + f", {config.label()}"
-            run.update_manifest(worker=client.identity, **manifest)
-            summary = QARunner(answer, client=client, llm=llm).run(run, conversations, concurrency, progress, calls)
     else:
         run.create().update_manifest(**manifest)
         summary = QARunner(answer, llm=llm).run(run, conversations, concurrency, progress, calls)
@@ -483,14 +390,9 @@ def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "tr
                         system_options=system_options or None, **extra)
     run = resolve_run(config, run_id)
     name = system_name(system, worker_url)
-    if source == "memory" and not is_worker(name):
-        check_query_strategy(name, query_strategy)  # refused before anything is ingested
     if source == "memory":
-        if is_worker(name):
-            ingest_id = ingest_id or run_id or default_ingest_id(sample, mode, worker_url)
-        else:
-
-            ingest_id = ingest_id or run_id or system_default_ingest_id(sample, name, system_options)
+        check_query_strategy(name, query_strategy)  # refused before anything is ingested
+        ingest_id = ingest_id or run_id or ingestion_of(name, sample, worker_url, mode, None, system_options).run_id
         _ingest_stage(sample, worker_url, mode, ingest_id, dataset_path, progress, run, consistency_timeout, log,
                       session_timeout, name, system_options, outcomes)
     elif source == "oracle":

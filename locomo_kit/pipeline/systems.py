@@ -1,76 +1,89 @@
-"""The ingest and answer stages for a non-Worker memory system, as :mod:`locomo_kit.pipeline.stages` calls them
-(the same records, manifest entries and checks as a Worker's run; see :mod:`locomo_kit.systems.runner`)."""
+"""The ingest and answer stages over a memory system, as :mod:`locomo_kit.pipeline.stages` calls them: one
+path for every system, the claude-mem Workers included (what only a Worker does is one of its declared
+capabilities, see :mod:`locomo_kit.systems.workers`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from locomo_kit.dataset import Conversation
-from locomo_kit.ingestion.summary import IngestSummary, NotIngested, ingest_outcome
-from locomo_kit.ingestion.system import check_held, ingest_into_system
+from locomo_kit.ingestion.conversations import ingest_conversations
+from locomo_kit.ingestion.held import check_answerable, check_held
+from locomo_kit.ingestion.summary import IngestSummary, ingest_outcome
 from locomo_kit.paths import default_dataset_path
 from locomo_kit.qa.answering import QARunner
 from locomo_kit.runs import RunFolder, utc_now
-from locomo_kit.runs.records import load_answers
+from locomo_kit.runs.records import INGEST_FILE, load_answers
+from locomo_kit.scoring.compression import measure, session_records
 from locomo_kit.systems import runner
-from locomo_kit.worker.identity import check_run_worker, ingestion_generations, ingestion_state
+from locomo_kit.systems.base import MemorySystem, MemorySystemError
+from locomo_kit.worker.consistency import describe
+from locomo_kit.worker.identity import check_run_worker, ingestion_generations
 
 
-def ingest_system(name: str, conversations: list[Conversation], sample: str, sha: str, ingest_id: str | None,
-                  force: bool, progress: bool | None, dataset_path: str | None, for_run: RunFolder | None,
-                  options: dict[str, Any] | None) -> tuple[RunFolder, IngestSummary]:
-    """Ingest ``conversations`` into ``name`` (resumable); returns the ingestion folder and a summary."""
+def identity_entries(system: MemorySystem) -> dict[str, Any]:
+    """The manifest's identity entries: ``worker`` (every run has it) and, but for a Worker, ``system``."""
+    ident = system.identity_record()
+    return {"worker": ident} if system.worker_records else {"worker": ident, "system": ident}
 
-    folder = runner.ingestion(sample, name, ingest_id, options)
-    with runner.open_system(name, folder, options) as system:
-        ident = runner.identity_record(system)
+
+def ingest_system(name: str, settings: dict[str, Any], folder: RunFolder, conversations: list[Conversation],
+                  sample: str, sha: str, force: bool = False, progress: bool | None = None,
+                  dataset_path: str | None = None, for_run: RunFolder | None = None,
+                  consistency_timeout: float = 1200.0, log=print) -> IngestSummary:
+    """Ingest ``conversations`` into ``name`` (resumable) and record it in ``folder``'s manifest: the check that
+    the system still holds what was recorded, the sessions, what a compressor kept, and read-your-writes.
+
+    ``for_run``: the run this ingestion is for; when it holds results from another system identity, nothing
+    is ingested (:class:`~locomo_kit.worker.identity.WorkerMismatch`)."""
+
+    with runner.open_system(name, folder, settings) as system:
+        system.prepare_ingest()
+        entries = identity_entries(system)
         if for_run is not None:
-            check_run_worker(for_run, ident, has_results=bool(load_answers(for_run)))
+            check_run_worker(for_run, entries["worker"], has_results=bool(load_answers(for_run)))
         notes = [] if force else check_held(system, folder, conversations)
-        folder.update_manifest(worker=ident, system=ident,
-                               parameters={"sample": sample, "mode": system.unit, "system": name, "worker_url": None},
+        folder.update_manifest(**entries, parameters={"sample": sample, **system.run_parameters()},
                                dataset={"path": str(dataset_path or default_dataset_path()), "sha256": sha},
-                               ingest={"started_at": utc_now(), "worker": ident})
-        summary = ingest_into_system(system, conversations, folder, force=force, progress=progress)
-        summary.notes = notes
+                               ingest={"started_at": utc_now(), "worker": entries["worker"]})
+        summary = ingest_conversations(system, conversations, folder, force=force, progress=progress)
+        summary.notes = notes + summary.notes
+        if system.compresses and not summary.aborted:  # what the compressor kept (scoring.compression)
+            try:
+                summary.compression = measure(system, conversations,
+                                              session_records(folder.records(INGEST_FILE), system.unit))
+                folder.update_manifest(compression=summary.compression)
+            except MemorySystemError as exc:  # the ingestion's outcome stands; only the measurement is missing
+                summary.notes.append(f"compression fidelity not measured: {exc}")
         outcome = ingest_outcome(summary, sum(len(c.sessions) for c in conversations))
         folder.update_manifest(ingest={"finished_at": utc_now(), "ingested": len(summary.ingested),
                                        "failed": len(summary.failed), "skipped": summary.skipped,
                                        "not_attempted": summary.not_attempted, "aborted": summary.aborted,
-                                       "succeeded": summary.succeeded, "outcome": outcome.as_record()},
-                               consistency={"waited": False, "why": f"{name} stores synchronously: a memory is "
-                                            "searchable once its session's ingest call returns"})
-    return folder, summary
+                                       "succeeded": summary.succeeded, "outcome": outcome.as_record()})
+        if summary.succeeded:
+            consistency = system.wait_until_consistent([c.sample_id for c in conversations], consistency_timeout,
+                                                       progress)
+            folder.update_manifest(consistency=consistency)
+            if consistency.get("waited") is not False:
+                log(describe(consistency))
+    return summary
 
 
-def check_ingested(system, folder: RunFolder, conversations: list[Conversation]) -> list[str]:
-    """Raise :class:`~locomo_kit.ingestion.summary.NotIngested` for a conversation the system holds nothing of."""
-
-    warnings = []
-    for conv in conversations:
-        done, total = ingestion_state(folder, conv, system.unit)
-        if system.held(conv.sample_id) == 0:
-            raise NotIngested(f"{conv.sample_id} was never ingested into {system.name} (its store {folder.path} holds "
-                              f"nothing of it): run `locomo-kit ingest --sample {conv.sample_id} --system "
-                              f"{system.name}` first (or `locomo-kit run`, which ingests)")
-        if done < total:
-            warnings.append(f"{conv.sample_id}: only {done} of {total} sessions were ingested")
-    return warnings
-
-
-def answer_with_system(name: str, options: dict[str, Any] | None, run: RunFolder, folder: RunFolder,
+def answer_with_system(name: str, settings: dict[str, Any], run: RunFolder, folder: RunFolder,
                        conversations: list[Conversation], manifest: dict, answer, llm, concurrency: int,
                        progress: bool | None, calls) -> tuple[Any, list[str]]:
+    """Answer from what ``name`` holds of ``folder``'s ingestion, after checking it holds it and that ``run``'s
+    earlier answers came from the same system identity and generation."""
     manifest["ingestion"] = {"id": folder.run_id, "path": str(folder.path)}
-    with runner.open_system(name, folder, options) as system:
-        ident = runner.identity_record(system)
+    with runner.open_system(name, folder, settings) as system:
+        entries = identity_entries(system)
         generations = ingestion_generations(folder, conversations)
-        check_run_worker(run, ident, bool(load_answers(run)), generations)
-        warnings = check_ingested(system, folder, conversations)
-        manifest["answer"].update(worker=ident, system=ident, ingestion_generations=generations)
-        manifest["parameters"] = {**manifest["parameters"], "mode": system.unit, "system": name, "worker_url": None}
+        check_run_worker(run, entries["worker"], bool(load_answers(run)), generations)
+        warnings = check_answerable(system, folder, conversations)
+        manifest["answer"].update(**entries, ingestion_generations=generations)
+        manifest["parameters"] = {**manifest["parameters"], **system.run_parameters()}
         manifest["config_label"] = f"{system.identity().label}, {manifest['config_label']}"
         manifest.update({k: v for k, v in folder.manifest().items() if k == "consistency" and v})
-        run.update_manifest(worker=ident, system=ident, **manifest)
+        run.update_manifest(**entries, **manifest)
         summary = QARunner(answer, llm=llm, system=system).run(run, conversations, concurrency, progress, calls)
     return summary, warnings

@@ -38,7 +38,7 @@ from locomo_kit.runs.records import ANSWERS_FILE
 from locomo_kit.systems.base import MemorySystem, MemorySystemError
 from locomo_kit.systems.runner import observation
 from locomo_kit.worker import transcript
-from locomo_kit.worker.client import Observation, WorkerClient, WorkerError
+from locomo_kit.worker.client import Observation, WorkerError
 
 SOURCES = ("memory", "full-context", "oracle")
 ANSWER_MAX_TOKENS = 64
@@ -126,17 +126,23 @@ def _retrieved(o: Observation) -> dict[str, Any]:
             "event_date": o.metadata.get("event_date")}
 
 
+def failure_text(exc: Exception) -> str:
+    """A failed question's error as its record says it: a Worker's own error where a system wrapped one."""
+    origin = exc.__cause__ if isinstance(exc, MemorySystemError) and isinstance(exc.__cause__, WorkerError) else exc
+    return f"{type(origin).__name__}: {origin}"
+
+
 def full_context(conv: Conversation) -> str:
     return "\n\n".join(transcript.render_transcript(conv, s) for s in conv.sessions)
 
 
 class QARunner:
-    def __init__(self, config: AnswerConfig, client: WorkerClient | None = None, llm: LLM | None = None,
-                 answerer_label: str | None = None, system: MemorySystem | None = None) -> None:
+    def __init__(self, config: AnswerConfig, system: MemorySystem | None = None, llm: LLM | None = None,
+                 answerer_label: str | None = None) -> None:
         if config.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}")
-        if config.source == "memory" and client is None and system is None:
-            raise ValueError("the memory source needs a Worker client or a memory system")
+        if config.source == "memory" and system is None:
+            raise ValueError("the memory source needs a memory system")
         if system is not None and config.query_strategy != "question" and not system.keyword_fusion:
             raise ValueError(f"--query-strategy {config.query_strategy} is meaningless for {system.name}: it is searched "
                              "with the question")
@@ -144,7 +150,7 @@ class QARunner:
             raise ValueError(f"{config.answer_model} needs an LLM")
         if config.answer_model == "extractive" and config.source == "full-context":
             raise ValueError("full-context answering needs an LLM answerer (--answer-model anthropic/… or openai/…)")
-        self.config, self.client, self.llm, self.system = config, client, llm, system
+        self.config, self.llm, self.system = config, llm, system
         self.extractive = ExtractiveAnswerer() if config.answer_model == "extractive" else None
         self.label = answerer_label or (self.extractive.label if self.extractive else config.answer_model)
         self._full: dict[str, str] = {}
@@ -163,7 +169,8 @@ class QARunner:
         if self.config.source == "oracle":
             memories = evidence_memories(conv, q)
             return memories, None, format_context(memories)
-        if self.config.source == "memory" and self.system is not None:
+        if self.config.source == "memory":
+            assert self.system is not None
             budget = self.config.context_budget
             if self.config.query_strategy != "question":  # the kit's fusion over the system's own search
                 fused = retrieve_memories(SystemSearch(self.system), q.question, conv.sample_id, self.config.top_k,
@@ -173,13 +180,6 @@ class QARunner:
             found = self.system.search(conv.sample_id, q.question, self.config.top_k, budget)
             memories = fit_budget([observation(m) for m in found.memories], budget)
             return memories, round(found.latency_ms, 3), format_context(memories)
-        if self.config.source == "memory":
-            assert self.client is not None
-            budget = self.config.context_budget
-            result = retrieve_memories(self.client, q.question, transcript.project_name(conv.sample_id),
-                                       self.config.top_k, self.config.query_strategy, context_budget=budget)
-            memories = fit_budget(result.observations, budget)
-            return memories, round(result.latency_ms, 3), format_context(memories)
         return [], None, self._full.setdefault(conv.sample_id, full_context(conv))
 
     def request(self, q: Question, context: str) -> LLMRequest:
@@ -205,7 +205,7 @@ class QARunner:
                 tokens_in, tokens_out, cached = completion.input_tokens, completion.output_tokens, completion.cached
             answer_ms = round((time.perf_counter() - start) * 1000, 3)
         except (WorkerError, MemorySystemError, LLMError) as exc:
-            return self._record(q, prediction=None, status="failed", error=f"{type(exc).__name__}: {exc}",
+            return self._record(q, prediction=None, status="failed", error=failure_text(exc),
                                 retrieved=[_retrieved(o) for o in memories], search_latency_ms=search_ms)
         return self._record(q, prediction=prediction, status="ok", retrieved=[_retrieved(o) for o in memories],
                             memories_used=len(memories), search_latency_ms=search_ms, answer_latency_ms=answer_ms,
@@ -246,7 +246,7 @@ class QARunner:
             try:
                 return q, *self._retrieve(conv, q), None
             except (WorkerError, MemorySystemError) as exc:
-                return q, [], None, "", f"{type(exc).__name__}: {exc}"
+                return q, [], None, "", failure_text(exc)
 
         with ThreadPoolExecutor(max_workers=max(1, min(concurrency, 8))) as pool:
             found = list(tqdm(pool.map(retrieve, todo), total=len(todo), desc="retrieve", unit="q", disable=disable))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from locomo_kit.qa.extractive import STOP
 from locomo_kit.worker.client import Observation, WorkerClient
@@ -44,10 +45,11 @@ class Retrieval:
     queries: list[str]
 
 
-def retrieve(client: WorkerClient, question: str, project: str, k: int, strategy: str = "question",
+def retrieve(client: WorkerClient | Any, question: str, project: str, k: int, strategy: str = "question",
              context_budget: int | None = None) -> Retrieval:
-    """Up to ``k`` memories for ``question``; ``context_budget`` is passed on to the Worker's own search
-    (the kit's fusion ranks single memories: the caller cuts them to the budget)."""
+    """Up to ``k`` memories for ``question``; ``context_budget`` is passed on to the system's own search
+    (the kit's fusion ranks single memories: the caller cuts them to the budget). ``client``: anything with
+    a Worker client's ``search`` (:class:`~locomo_kit.qa.system_search.SystemSearch` puts any system behind it)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"query strategy must be one of {STRATEGIES}, got {strategy!r}")
     if strategy == "question":

@@ -8,7 +8,7 @@ and report that carries its numbers says so. A system that declares it meaningle
 
 from __future__ import annotations
 
-from locomo_kit.qa.retrieval import STRATEGIES
+from locomo_kit.qa.retrieval import LABELS, STRATEGIES
 from locomo_kit.systems import registry
 from locomo_kit.systems.base import MemorySystem
 from locomo_kit.systems.runner import observation
@@ -27,7 +27,9 @@ class SystemSearch:
 
 
 def retrieval_label(name: str, strategy: str) -> str:
-    """What a system run's retrieval was, as the manifest and the report say it."""
+    """What a system run's retrieval was, as the manifest and the report say it (a Worker's as it always was)."""
+    if registry.is_worker(name):
+        return LABELS[strategy]
     if strategy == "keywords":
         return (f"kit-side keyword fusion over {name}'s search (one search per content word, reciprocal rank "
                 f"fusion): not {name}'s own retrieval")

@@ -26,7 +26,6 @@ from locomo_kit.dataset import Conversation, Session, Turn, questions
 from locomo_kit.runs import ingestion_folder
 from locomo_kit.scoring.diagnostics import covered_by_text
 from locomo_kit.scoring.locomo_f1 import stemmed_tokens
-from locomo_kit.worker import transcript
 
 JUNK_SHARE = 0.10  # below this share of turns surviving, the compression is flagged as junk
 MANIFEST_KEY = "compression"
@@ -60,13 +59,14 @@ def sample_fidelity(conv: Conversation, contents: Sequence[str], sessions: dict[
             "sessions": {str(k): {f: v[f] for f in ("turns", "turns_kept", "fidelity")} for k, v in sorted(sessions.items())}}
 
 
-def measure(client, conversations: Iterable[Conversation], session_records: dict[str, dict[int, dict]]) -> dict:
-    """The manifest record: per sample, :func:`sample_fidelity` over the project's observations now."""
+def measure(system, conversations: Iterable[Conversation], session_records: dict[str, dict[int, dict]]) -> dict:
+    """The manifest record: per sample, :func:`sample_fidelity` over the memories ``system`` (a
+    :class:`~locomo_kit.systems.base.MemorySystem` that ``compresses``) holds now."""
 
     out = {"rule": "a turn survives when 80% of its stemmed words appear in one observation (as coverage)",
            "samples": {}}
     for conv in conversations:
-        contents = [o.content for o in client.iter_observations(transcript.project_name(conv.sample_id))]
+        contents = system.stored_texts(conv.sample_id)
         out["samples"][conv.sample_id] = sample_fidelity(conv, contents, session_records.get(conv.sample_id, {}))
     return out
 

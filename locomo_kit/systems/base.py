@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from locomo_kit.dataset import Conversation, Session
+from locomo_kit.worker.identity import identity_changes
 
 
 class MemorySystemError(RuntimeError):
@@ -146,6 +147,7 @@ class Memory:
     session: int | None = None
     date: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    raw: Any = field(default=None, repr=False, compare=False)  # in-process only: a Worker's own Observation
 
 
 @dataclass
@@ -163,10 +165,13 @@ class SearchResult:
 @dataclass
 class SessionIngest:
     """What one session added: ``stored`` memories (0 means the system stored nothing for it, which
-    the kit records as a failed session), and an optional note for the record."""
+    the kit records as a failed session), and an optional note for the record. ``texts``: for a system
+    that ``compresses`` sessions, the text of the memories this session produced (the kit measures which
+    turns survive in them)."""
 
     stored: int
     note: str | None = None
+    texts: list[str] | None = None
 
 
 class MemorySystem(ABC):
@@ -193,6 +198,10 @@ class MemorySystem(ABC):
     unit: ClassVar[str] = "turns"
     system_options: ClassVar[tuple[SystemOption, ...]] = ()
     keyword_fusion: ClassVar[bool] = True
+    # Capabilities only some systems have (the claude-mem Workers: see locomo_kit.systems.workers). The
+    # defaults are those of a system that stores synchronously, as it is given, in its own store.
+    compresses: bool = False  # it rewrites what it is given (a compressor): the kit measures what survives
+    worker_records: ClassVar[bool] = False  # records in a Worker's shape: no "system" entry, the identity under "worker"
 
     def __init__(self, store: Path, **options: Any) -> None:
         self.store = Path(store)
@@ -262,3 +271,56 @@ class MemorySystem(ABC):
         """At most ``top_k`` memories of the conversation for ``query``, best first. With
         ``context_budget`` (tokens, characters / 4), a system with ``own_budget`` packs its results to
         that budget and sets ``budget_applied``; any other system ignores it (the kit cuts)."""
+
+    # -- capabilities (see the class attributes above); each default fits a synchronous store ---------------
+    def store_name(self, conversation_id: str) -> str:
+        """Where the system keeps the conversation, as records name it (a Worker's project)."""
+        return conversation_id
+
+    def address(self) -> str:
+        """Where it answered, as each session's record says it."""
+        return self.identity().url
+
+    def identity_record(self) -> dict[str, Any]:
+        """The identity as the manifest's ``worker`` / ``system`` entry (the report reads name, version, url)."""
+        ident = self.identity().as_dict()
+        ident["semantic_search"] = self.health().capabilities.get("semantic_search")
+        return ident
+
+    def run_parameters(self) -> dict[str, Any]:
+        """The manifest's ``parameters`` that say which system ran, and how."""
+        return {"mode": self.unit, "system": self.name, "worker_url": None}
+
+    def formation_changes(self, recorded: dict[str, Any]) -> list[str]:
+        """How this system would form other memories than the one recorded at ingestion (``recorded``:
+        its :meth:`identity_record` then): any change means the recorded memories are not reused."""
+        return [c for c in identity_changes(recorded, self.identity().as_dict()) if not c.startswith("url ")]
+
+    def prepare_ingest(self) -> None:
+        """Check that ingestion can work now (before anything is sent); raise with what to do if not."""
+
+    def begin_conversation(self, conversation_id: str, generation: str) -> None:
+        """Called before the first session of a conversation that the kit sends in one ingestion;
+        ``generation`` changes each time the conversation is forgotten and ingested again."""
+
+    def failure_text(self, exc: MemorySystemError) -> str:
+        """A failed call as its session's record says it."""
+        return f"{type(exc).__name__}: {exc}"
+
+    def nothing_stored_text(self) -> str:
+        """The record's error for a session the system stored nothing of."""
+        return f"{self.name} stored ZERO memories for this session"
+
+    def settle(self, conversation_ids: list[str]) -> str | None:
+        """After the last session sent: wait for work still in progress; a note when it did not finish."""
+        return None
+
+    def stored_texts(self, conversation_id: str) -> list[str]:
+        """The text of every memory held for the conversation (measured by the kit when it ``compresses``)."""
+        raise MemorySystemError(f"{self.name} does not list its memories")
+
+    def wait_until_consistent(self, conversation_ids: list[str], timeout: float,
+                              progress: bool | None = None) -> dict[str, Any]:
+        """After ingestion: wait until a search finds what was stored (read-your-writes); the record of it."""
+        return {"waited": False, "why": f"{self.name} stores synchronously: a memory is searchable once its "
+                "session's ingest call returns"}

@@ -1,6 +1,6 @@
-"""The run pipeline's side of a non-Worker :class:`~locomo_kit.systems.base.MemorySystem` (bm25, dense,
-mempalace, mem0...): where its ingestion lives, its identity in run ids, and its memories as the
-answerer's context. Worker systems (memworker, claude-mem) keep :mod:`locomo_kit.pipeline.stages`'s Worker path."""
+"""The run pipeline's side of a :class:`~locomo_kit.systems.base.MemorySystem`: where a (non-Worker) system's
+ingestion lives, its identity in run ids, how it is opened, and its memories as the answerer's context.
+A claude-mem Worker's ingestion is named by its URL and mode instead (:func:`locomo_kit.runs.default_ingest_id`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from locomo_kit.runs import RunFolder, ingestion_folder, slug
+from locomo_kit.runs import default_ingest_id as worker_ingest_id
 from locomo_kit.systems import registry
 from locomo_kit.systems.base import Memory, MemorySystem
 from locomo_kit.worker.client import Observation
@@ -41,10 +42,34 @@ def ingestion(sample: str, name: str, ingest_id: str | None = None,
     return ingestion_folder(ingest_id or default_ingest_id(sample, name, options))
 
 
+def system_settings(name: str, worker_url: str, mode: str, options: dict[str, Any] | None,
+                    session_timeout: float | None = None, poll_interval: float | None = None) -> dict[str, Any]:
+    """What ``name`` is opened with: a Worker's URL, mode and queue timings, or the system's own options."""
+    if not registry.is_worker(name):
+        return dict(options or {})
+    settings: dict[str, Any] = {"url": worker_url, "mode": mode}
+    if session_timeout is not None:
+        settings["session_timeout"] = session_timeout
+    if poll_interval is not None:
+        settings["poll_interval"] = poll_interval
+    return settings
+
+
+def ingestion_of(name: str, sample: str, worker_url: str, mode: str, ingest_id: str | None,
+                 options: dict[str, Any] | None) -> RunFolder:
+    """The ingestion folder a run of ``name`` stands on (one per sample and Worker, or per sample, system and
+    options), or the one named ``ingest_id``."""
+    if registry.is_worker(name):
+        return ingestion_folder(ingest_id or worker_ingest_id(sample, mode, worker_url))
+    return ingestion(sample, name, ingest_id, options)
+
+
 @contextmanager
 def open_system(name: str, folder: RunFolder, options: dict[str, Any] | None = None) -> Iterator[MemorySystem]:
-    """``name`` opened on ``folder`` (its store is the ingestion folder itself), checked healthy."""
-    system = registry.create(name, folder.create().path, **(options or {}))
+    """``name`` opened on ``folder`` (its store is the ingestion folder itself), checked healthy. A Worker's
+    folder is made only once the Worker answers (the embedded one's database is in it)."""
+    store = folder.path if registry.is_worker(name) else folder.create().path
+    system = registry.create(name, store, **(options or {}))
     with system:
         health = system.health()
         if not health.ok:
@@ -53,7 +78,10 @@ def open_system(name: str, folder: RunFolder, options: dict[str, Any] | None = N
 
 
 def observation(m: Memory) -> Observation:
-    """A system's memory in the shape the kit's context builder, answerers and scorers read."""
+    """A system's memory in the shape the kit's context builder, answerers and scorers read (a Worker's
+    memory is its own observation, unchanged)."""
+    if isinstance(m.raw, Observation):
+        return m.raw
     meta = {**m.metadata, "source_turns": list(m.source_turns), "score": m.score}
     if m.session is not None:
         meta["session"] = m.session
@@ -62,10 +90,3 @@ def observation(m: Memory) -> Observation:
     return Observation(id=m.id or m.text[:40], project=None, type=None, title=None, subtitle=None, narrative=m.text,
                        text=None, facts=[], concepts=[], created_at=None, created_at_epoch=None, metadata=meta)
 
-
-def identity_record(system: MemorySystem) -> dict[str, Any]:
-    """The identity as the manifest's ``worker`` / ``system`` entry (the report reads name, version, url)."""
-    ident = system.identity().as_dict()
-    health = system.health()
-    ident["semantic_search"] = health.capabilities.get("semantic_search")
-    return ident

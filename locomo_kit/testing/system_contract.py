@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 
 from locomo_kit.dataset import Conversation, Question, get_conversation, load_dataset, questions
-from locomo_kit.ingestion.system import ingest_into_system
+from locomo_kit.ingestion import ingest_conversations
 from locomo_kit.paths import default_dataset_path
 from locomo_kit.qa.context import approx_tokens, fit_budget
 from locomo_kit.qa.retrieval import retrieve
@@ -156,9 +156,9 @@ class SystemContract:
         conv = conversations[0]
         folder = RunFolder("contract", root=tmp_path)
         flaky = FailOnce(system, session=conv.sessions[-1].number)
-        first = ingest_into_system(flaky, [conv], folder)
+        first = ingest_conversations(flaky, [conv], folder)
         assert [r.status for r in first.results] == ["ok"] * (SESSIONS - 1) + ["failed"]
-        second = ingest_into_system(system, [conv], folder)
+        second = ingest_conversations(system, [conv], folder)
         assert second.skipped == SESSIONS - 1, "sessions already recorded ok were sent again"
         assert [r.session for r in second.results] == [conv.sessions[-1].number]
         assert second.succeeded
