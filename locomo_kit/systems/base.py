@@ -6,8 +6,9 @@ How a new adapter is registered
    :class:`MemorySystem` (class attribute ``name = "mysystem"``). Import the system's own package
    inside the methods (or in ``open``), never at module top level: the registry imports the module
    only when the system is asked for, and the core install must not need the package.
-2. Add one line to :data:`locomo_kit.systems.registry.SYSTEMS` (or call
-   :func:`locomo_kit.systems.registry.register` from your own code)::
+2. Outside the kit: declare it as an entry point of the group ``locomo_kit.systems`` in your package (or
+   name it ``--system package.module:Class``; docs/systems.md). Inside the kit: add one line to
+   :data:`locomo_kit.systems.registry.SYSTEMS` (or call :func:`locomo_kit.systems.registry.register`)::
 
        SystemSpec("mysystem", "locomo_kit.systems.mysystem", "MySystem",
                   requires=("mypkg",), pip="pip install 'mypkg==1.2.3'")
@@ -37,6 +38,10 @@ scores, and reports. An adapter only talks to its system:
 
 Every call may raise :class:`MemorySystemError` (a failed call: recorded for that session or question,
 the run goes on) or :class:`SystemUnavailable` (the system is gone: ingestion stops, resumable).
+
+What only some systems do (a compressor whose fidelity the kit measures, a queue to wait for,
+read-your-writes) is a capability: a method below with the default of a synchronous store, which such a
+system overrides (the claude-mem Workers, :mod:`locomo_kit.systems.workers`, go through this interface).
 """
 
 from __future__ import annotations
