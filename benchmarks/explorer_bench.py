@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="reuse the bench's runs (default: start empty)")
     args = ap.parse_args(argv)
 
+    commit = (git_commit() or "")[:7] or None  # the code measured: read now, before anything runs
     real_outputs = outputs_dir()
     bench_outputs = real_outputs / "bench" / "explorer-runs"
     if bench_outputs.exists() and not args.keep:
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0],
                           "load_before": load_before, "load_after": _load(),
                           "chromium": subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True).stdout.strip()},
-              "git_commit": (git_commit() or "")[:7] or None, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+              "git_commit": commit, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(f"leaderboard ({args.systems}, budgets {args.context_budget}, {args.sample}): exit {code}, {board_s:.0f} s; "
           f"the {args.runs}-run page built in {build_s:.1f} s")
     print(f"{'page':<16} {'runs':>4} {'questions':>9} {'MB':>6} {'JSON MB':>8} {'first render ms':>15} {'script ms':>9} "
