@@ -94,3 +94,14 @@ def test_a_failed_system_makes_the_command_fail_and_heads_the_table(outputs, cap
     assert md.split("\n")[2].startswith("> **Not every system has a complete result:** **claude-mem=")
     assert [r["system"].split()[0] for r in board["rows"]] == ["memworker"] and board["failed"]
     assert "Only one system has results" in md
+
+
+def test_limit_reaches_every_run_and_names_the_leaderboard(own_outputs, dataset_path, capsys):
+    """--limit N: each system answers only the first N questions, in runs (and a leaderboard) of their own."""
+    from locomo_kit.cli import main
+
+    assert main(["leaderboard", "--systems", "bm25", "--sample", "conv-30", "--limit", "5"]) == 0
+    (board,) = (own_outputs / "leaderboards").glob("*/leaderboard.json")
+    assert board.parent.name.startswith("conv-30-q5-")
+    (row,) = json.loads(board.read_text())["rows"]
+    assert row["questions"] == 5 and "-q5-" in row["run_id"]

@@ -155,7 +155,7 @@ def small_data(tmp_path, monkeypatch, dataset_path) -> Path:
     return data
 
 
-def test_a_user_profile_runs_through_run(small_data, tmp_path, capsys):
+def test_a_user_profile_runs_through_run_and_the_leaderboard(small_data, tmp_path, capsys):
     profile = tiny_profile(tmp_path)
     assert main(["run", "--sample", "conv-26", "--system", f"mcp:{profile}", "--limit", "10"]) == 0
     out = capsys.readouterr().out
@@ -165,6 +165,12 @@ def test_a_user_profile_runs_through_run(small_data, tmp_path, capsys):
     assert manifest["system"]["name"] == f"mcp:{profile}" and manifest["system"]["version"] == "2.3.0"
     answers = [json.loads(line) for line in (report.parent / "answers.jsonl").read_text().splitlines()]
     assert len(answers) == 10 and any(r["source_turns"] for a in answers for r in a["retrieved"])
+    out_dir = tmp_path / "board"
+    assert main(["leaderboard", "--systems", f"bm25,mcp:{profile}", "--sample", "conv-26", "--limit", "10",
+                 "--out", str(out_dir)]) == 0
+    board = json.loads((out_dir / "leaderboard.json").read_text())
+    row = next(r for r in board["rows"] if r.get("run_id") == report.parent.name)  # the run above, reused
+    assert f"mcp:{profile}" in json.dumps(row) and row["questions"] == 10
 
 
 def test_keywords_strategy_is_labelled_as_the_kits_fusion(small_data, capsys):

@@ -46,7 +46,7 @@ def handle(args: argparse.Namespace) -> int:
                                  judge_protocol=args.judge_protocol or "playbook", top_k=args.top_k, out=args.out,
                                  judge_runs=args.judge_runs, llm_base_url=args.answer_base_url,
                                  judge_base_url=args.judge_base_url, calibration_size=args.calibration_size,
-                                 calls=call_settings(args), timeout=args.timeout,
+                                 calls=call_settings(args), timeout=args.timeout, limit=args.limit,
                                  imported=[r for r in args.imported.split(",") if r.strip()])
     except LeaderboardError as exc:
         raise CliError(str(exc)) from None

@@ -327,17 +327,20 @@ def leaderboard_figure(rows: list[dict[str, Any]], path: Path, title: str) -> Pa
 
 
 def leaderboard_id(sample: str, entries: Sequence[Entry], answer_model: str, budgets: Sequence[int],
-                   judge_model: str | None) -> str:
+                   judge_model: str | None, limit: int | None = None) -> str:
     names = "-".join(e.name for e in entries)
     judge = f"-j{judge_model.split('/')[-1]}" if judge_model else ""
-    return slug(f"{sample}-{answer_model.split('/')[-1]}-b{'-'.join(str(b) for b in sorted(budgets))}{judge}-{names}")
+    first = f"-q{limit}" if limit else ""
+    return slug(f"{sample}{first}-{answer_model.split('/')[-1]}-b{'-'.join(str(b) for b in sorted(budgets))}"
+                f"{judge}-{names}")
 
 
 def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budgets: str | Sequence[int] | None = None,
                     answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
                     top_k: int | None = None, out: str | Path | None = None, log: Callable[[str], None] = print,
-                    imported: Sequence[str] = (), **run_options: Any) -> LeaderboardResult:
-    """Run (or reuse) every system at every budget and write the leaderboard (see module doc).
+                    imported: Sequence[str] = (), limit: int | None = None, **run_options: Any) -> LeaderboardResult:
+    """Run (or reuse) every system at every budget and write the leaderboard (see module doc); ``limit``: only
+    the first N questions of each sample (runs of their own, as ``run --limit`` makes them).
 
     ``run_options`` go to :func:`~locomo_kit.pipeline.stages.run_all` unchanged (``judge_runs``, ``llm_base_url``,
     ``judge_base_url``, ``calls``, ``timeout``, ``progress``, ``dataset_path`` …): the same for every system.
@@ -357,13 +360,13 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
 
         def config_run(budget: int, entry: Entry = entry) -> RunFolder:
             k, b = retrieval(top_k, budget)
-            return resolve_run(run_config(sample, answer_model=answer_model, top_k=k, context_budget=b,
+            return resolve_run(run_config(sample, answer_model=answer_model, top_k=k, context_budget=b, limit=limit,
                                           **entry.run_kwargs()))
 
         def run_one(budget: int, entry: Entry = entry):
             k, b = retrieval(top_k, budget)
             return run_all(sample, answer_model=answer_model, judge_model=judge_model, judge_protocol=judge_protocol,
-                           top_k=k, context_budget=b, log=log, **entry.run_kwargs(), **run_options)
+                           top_k=k, context_budget=b, log=log, limit=limit, **entry.run_kwargs(), **run_options)
 
         try:
             if entry.name not in ("memworker", "claude-mem"):
@@ -382,7 +385,7 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
                 label += f" at {o.entry.worker_url}"
             rows.append(measured_row(label, r.run, r.ok))
     folder = Path(out) if out else outputs_dir() / "leaderboards" / leaderboard_id(sample, entries, answer_model,
-                                                                                  budgets, judge_model)
+                                                                                  budgets, judge_model, limit)
     paths = write_leaderboard(folder, rows, outcomes, sample, answer_model, judge_model, protocol, budgets, elsewhere)
     return LeaderboardResult(folder, rows, outcomes, paths, all(o.ok for o in outcomes) and bool(rows))
 
