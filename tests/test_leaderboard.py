@@ -105,3 +105,19 @@ def test_limit_reaches_every_run_and_names_the_leaderboard(own_outputs, dataset_
     assert board.parent.name.startswith("conv-30-q5-")
     (row,) = json.loads(board.read_text())["rows"]
     assert row["questions"] == 5 and "-q5-" in row["run_id"]
+
+
+def test_a_system_that_retrieves_nothing_is_not_a_result_on_the_leaderboard(own_outputs, dataset_path, capsys):
+    """As `run` exits 1 when no memory was retrieved for any question, so does the leaderboard, naming why."""
+    from locomo_kit.cli import main
+
+    code = main(["leaderboard", "--systems", "bm25,support.broken_systems:ExactTextOnly", "--sample", "conv-30",
+                 "--limit", "5"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "no memory was retrieved for any of 5 questions" in err
+    (board,) = (own_outputs / "leaderboards").glob("*/leaderboard.md")
+    text = board.read_text()
+    assert text.index("Not every system has a complete result") < text.index("## Measured here")
+    assert "no memory was retrieved for any of 5 questions" in text
+    rows = json.loads(board.with_suffix(".json").read_text())["rows"]
+    assert [r["status"] for r in rows] == ["ok", "PARTIAL"]

@@ -183,3 +183,21 @@ def test_the_notebooks_take_the_system_options(tmp_path):
     run = lk.RunFolder(tuned.run_id())
     assert run.exists() and run.manifest()["config"]["system_options"] == {"k1": 1.2}
     assert run.manifest()["system"]["settings"]["k1"] == 1.2
+
+
+def test_a_store_emptied_since_its_ingestion_is_not_answered_from(tmp_path, dataset_path):
+    """Every session recorded ingested, but the system now holds nothing (a Worker restarted on an empty
+    store): answering stops and says to ingest again, for every system alike."""
+    from locomo_kit.dataset import get_conversation, load_dataset
+    from locomo_kit.ingestion import NotIngested, check_answerable
+    from locomo_kit.runs import RunFolder
+
+    conv = get_conversation(load_dataset(dataset_path), "conv-30")
+    folder = RunFolder("emptied", root=tmp_path)
+    for s in conv.sessions:
+        folder.append("ingest.jsonl", {"kind": "session", "sample_id": conv.sample_id, "session": s.number,
+                                       "mode": "turns", "status": "ok", "observations": len(s.turns)})
+    with registry.create("bm25", tmp_path / "store") as system:
+        with pytest.raises(NotIngested, match=r"holds nothing of it now .* recorded 19 of its sessions as ingested"
+                                              r".*locomo-kit ingest --sample conv-30 --system bm25"):
+            check_answerable(system, folder, [conv])

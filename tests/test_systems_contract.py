@@ -12,6 +12,8 @@ from locomo_kit.systems.bm25 import BM25System
 from locomo_kit.systems.turn_store import session_memories
 from locomo_kit.testing.system_contract import SystemContract, contract_conversations
 
+from support.broken_systems import ExactTextOnly
+
 
 class TestBM25(SystemContract):
     @pytest.fixture(scope="class")
@@ -78,15 +80,6 @@ class WithoutTurnIds(BM25System):
             m.source_turns = []
         return found
 
-
-class ExactTextOnly(BM25System):
-    """Finds only the turns that hold the whole query as it is (a substring match, as the official MCP
-    memory server's search_nodes does): every turn's own words find it, no question does."""
-
-    def search(self, conversation_id, query, top_k, context_budget=None):
-        found = super().search(conversation_id, query, 100, context_budget)
-        found.memories = [m for m in found.memories if query.casefold() in m.text.casefold()][:top_k]
-        return found
 
 
 @pytest.mark.parametrize("cls, test", [

@@ -16,7 +16,7 @@ from locomo_kit.outcome import first_error
 from locomo_kit.pipeline.budgets import parse_budgets
 from locomo_kit.pipeline.stages import PipelineResult, resolve_run, retrieval, run_all, run_config, strategy_key
 from locomo_kit.reports.pending import pending_calls
-from locomo_kit.runs import RunFolder, ingestion_folder, known_runs, load_answers, slug
+from locomo_kit.runs import RunFolder, known_runs, run_problems, slug
 from locomo_kit.systems.options import parse_pairs
 
 
@@ -150,15 +150,7 @@ def print_run(result: PipelineResult) -> int:
 
 def ingest_status(run: RunFolder) -> int:
     """1 (with the reason on stderr) when the run's ingestion or retrieval failed: the report says so too."""
-    ingestion_id = run.manifest().get("ingestion", {}).get("id")
-    ingest = (ingestion_folder(ingestion_id) if ingestion_id else run).manifest().get("ingest", {})
-    problems = []
-    if ingest and not ingest.get("succeeded", True):
-        problems.append(f"ingestion incomplete ({ingest.get('failed', 0)} session(s) failed, "
-                        f"{ingest.get('not_attempted', 0)} not attempted)")
-    memory = [a for a in load_answers(run) if a.get("source") == "memory"]
-    if memory and not any(a.get("retrieved") for a in memory):
-        problems.append(f"no memory was retrieved for any of {len(memory)} questions")
+    problems = run_problems(run)
     for p in problems:
         print(f"locomo-kit: error: {p}; see the banner at the top of the report", file=sys.stderr)
     return 1 if problems else 0

@@ -55,7 +55,7 @@ def handle(args: argparse.Namespace) -> int:
               f"official F1 {pct(r['locomo_f1'])}" + ("" if r["status"] == "ok" else f" ({r['status']})"))
     for o in result.systems:
         if not o.ok:
-            why = o.error or "partial results (see its report)"
+            why = o.error or "; ".join(p for r in o.runs for p in r.problems) or "partial results (see its report)"
             print(f"locomo-kit: error: {o.entry.spec}: {why}", file=sys.stderr)
     print(f"leaderboard: {result.paths['markdown']} (+ report.html, leaderboard.csv, leaderboard.json"
           + (", leaderboard.png" if "figure" in result.paths else "") + (", curve.png" if "curve" in result.paths else "")

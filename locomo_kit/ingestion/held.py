@@ -104,9 +104,13 @@ def check_answerable(system: MemorySystem, folder: RunFolder, conversations: lis
                                 "answered from an empty memory")
                 continue
             where = f"project {store}" if system.worker_records else f"its store {folder.path}"
+            command = ingest_command(system, conv.sample_id)
+            if done:
+                raise NotIngested(f"{conv.sample_id}: {_who(system)} holds nothing of it now ({where}), although "
+                                  f"{folder.run_id} recorded {len(done)} of its sessions as ingested (restarted on an "
+                                  f"empty store?): run `{command}` to ingest it again (or `locomo-kit run`, which does)")
             raise NotIngested(f"{conv.sample_id} was never ingested into {_who(system)} ({where} holds nothing of "
-                              f"it): run `{ingest_command(system, conv.sample_id)}` first (or `locomo-kit run`, which "
-                              "ingests)")
+                              f"it): run `{command}` first (or `locomo-kit run`, which ingests)")
         if len(done) == total:
             continue
         if done:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -20,7 +20,7 @@ from locomo_kit.pipeline.stages import run_report, run_score
 from locomo_kit.reports.figures import save_figure
 from locomo_kit.reports.pending import pending_calls
 from locomo_kit.reports.summary import summarize_run
-from locomo_kit.runs import RunFolder, utc_now
+from locomo_kit.runs import RunFolder, run_problems, utc_now
 from locomo_kit.runs.records import SCORES_FILE
 
 CURVE_METRICS = (("evidence_recall", "evidence recall within the budget %"),
@@ -79,8 +79,9 @@ class BudgetRun:
     budget: int
     run: RunFolder
     reused: bool  # complete before this call: nothing was run
-    ok: bool
+    ok: bool  # every stage ended ok and the run is a result (no :func:`~locomo_kit.runs.run_problems`)
     result: Any = None  # the PipelineResult when it was run now
+    problems: list[str] = field(default_factory=list)  # why a run whose stages ended is still not a result
 
 
 def refresh_scores(run: RunFolder, sample: str, dataset_path: str | None = None) -> bool:
@@ -109,11 +110,13 @@ def run_budgets(budgets: Sequence[int], run_one: Callable[[int], Any], config_ru
             again = sample is not None and refresh_scores(folder, sample, dataset_path)
             log(f"context budget {budget:,}: already done ({folder.run_id}), not run again"
                 + ("; scored again for session-level recall" if again else ""))
-            out.append(BudgetRun(budget, folder, True, True))
+            problems = run_problems(folder)
+            out.append(BudgetRun(budget, folder, True, not problems, problems=problems))
             continue
         log(f"context budget {budget:,}: {folder.run_id}")
         result = run_one(budget)
-        out.append(BudgetRun(budget, result.run, False, bool(result.ok), result))
+        problems = run_problems(result.run)
+        out.append(BudgetRun(budget, result.run, False, bool(result.ok) and not problems, result, problems))
     return out
 
 

@@ -422,7 +422,9 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
     if failed:
         md += ["> **Not every system has a complete result:** " + "; ".join(
             f"**{o.entry.spec}** " + (f"failed ({o.error})" if o.error else
-                                      "is partial (" + ", ".join(f"budget {r.budget:,}: see {r.run.run_id}'s report"
+                                      "is partial (" + ", ".join(f"budget {r.budget:,}: "
+                                                                  + "".join(f"{p}; " for p in r.problems)
+                                                                  + f"see {r.run.run_id}'s report"
                                                                   for r in o.runs if not r.ok) + ")")
             for o in failed) + ". Their rows are missing or marked PARTIAL; fix the cause and rerun the same command "
             "(what is done is reused).", ""]

@@ -60,7 +60,7 @@ def ingest_system(name: str, settings: dict[str, Any], folder: RunFolder, conver
                                        "failed": len(summary.failed), "skipped": summary.skipped,
                                        "not_attempted": summary.not_attempted, "aborted": summary.aborted,
                                        "succeeded": summary.succeeded, "outcome": outcome.as_record()})
-        if summary.succeeded:
+        if summary.succeeded or not system.read_your_writes:
             consistency = system.wait_until_consistent([c.sample_id for c in conversations], consistency_timeout,
                                                        progress)
             folder.update_manifest(consistency=consistency)

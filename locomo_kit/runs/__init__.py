@@ -25,10 +25,11 @@ from locomo_kit.runs.records import (
            load_answers,
            load_judgements,
            load_scores,
+           run_problems,
            session_table,
 )
 
 __all__ = ["ANSWERS_FILE", "INGEST_FILE", "JUDGEMENTS_FILE", "RunConfig", "RunFolder", "RunStorageError",
            "SCORES_FILE", "default_ingest_id", "done_sessions", "empty_sessions", "generation", "git_commit",
            "ingestion_folder", "known_runs", "load_answers", "load_judgements", "load_scores",
-           "package_versions", "runs_root", "session_table", "slug", "utc_now", "worker_slug"]
+           "package_versions", "run_problems", "runs_root", "session_table", "slug", "utc_now", "worker_slug"]

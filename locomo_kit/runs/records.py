@@ -7,7 +7,7 @@ them through these functions.
 
 from __future__ import annotations
 
-from locomo_kit.runs.folder import RunFolder
+from locomo_kit.runs.folder import RunFolder, ingestion_folder
 
 INGEST_FILE = "ingest.jsonl"
 ANSWERS_FILE = "answers.jsonl"
@@ -67,6 +67,21 @@ def load_answers(run: RunFolder, config_key: str | None = None) -> list[dict]:
         if r["config_key"] == config_key:
             latest[(r["sample_id"], int(r["question_index"]))] = r
     return [latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1]))]
+
+
+def run_problems(run: RunFolder) -> list[str]:
+    """Why a run whose stages all ended is still not a result (its report says so at the top): an incomplete
+    ingestion, or no memory retrieved for any question. Empty when there is none."""
+    ingestion_id = run.manifest().get("ingestion", {}).get("id")
+    ingest = (ingestion_folder(ingestion_id) if ingestion_id else run).manifest().get("ingest", {})
+    problems = []
+    if ingest and not ingest.get("succeeded", True):
+        problems.append(f"ingestion incomplete ({ingest.get('failed', 0)} session(s) failed, "
+                        f"{ingest.get('not_attempted', 0)} not attempted)")
+    memory = [a for a in load_answers(run) if a.get("source") == "memory"]
+    if memory and not any(a.get("retrieved") for a in memory):
+        problems.append(f"no memory was retrieved for any of {len(memory)} questions")
+    return problems
 
 
 def load_scores(run: RunFolder, config_key: str | None = None, gold_key: str = "original") -> list[dict]:

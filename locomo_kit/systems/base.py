@@ -206,6 +206,7 @@ class MemorySystem(ABC):
     # Capabilities only some systems have (the claude-mem Workers: see locomo_kit.systems.workers). The
     # defaults are those of a system that stores synchronously, as it is given, in its own store.
     compresses: bool = False  # it rewrites what it is given (a compressor): the kit measures what survives
+    read_your_writes: ClassVar[bool] = False  # a memory may not be searchable at once: the kit waits after ingesting
     worker_records: ClassVar[bool] = False  # records in a Worker's shape: no "system" entry, the identity under "worker"
 
     def __init__(self, store: Path, **options: Any) -> None:
@@ -326,6 +327,7 @@ class MemorySystem(ABC):
 
     def wait_until_consistent(self, conversation_ids: list[str], timeout: float,
                               progress: bool | None = None) -> dict[str, Any]:
-        """After ingestion: wait until a search finds what was stored (read-your-writes); the record of it."""
+        """After ingestion: wait until a search finds what was stored (read-your-writes, for a system that
+        declares it; called only once every session went in); the record of it."""
         return {"waited": False, "why": f"{self.name} stores synchronously: a memory is searchable once its "
                 "session's ingest call returns"}

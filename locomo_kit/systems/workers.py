@@ -66,6 +66,7 @@ class WorkerSystem(MemorySystem):
         SystemOption("ready_timeout", float, 120.0, "seconds to wait for the Worker to answer"),
     )
     worker_records = True
+    read_your_writes = True
 
     def __init__(self, store: Path, url: str = EMBEDDED, mode: str = "transcript", session_timeout: float = 180.0,
                  poll_interval: float = 3.0, ready_timeout: float = 120.0) -> None:
