@@ -30,7 +30,7 @@ from locomo_kit.qa.retrieval import LABELS
 from locomo_kit.qa.system_search import check_query_strategy, retrieval_label
 from locomo_kit.reports.judge_findings import console_lines
 from locomo_kit.reports.markdown import build_report
-from locomo_kit.runs import RunConfig, RunFolder, default_ingest_id, ingestion_folder, utc_now
+from locomo_kit.runs import RunConfig, RunFolder, utc_now
 from locomo_kit.runs.records import load_answers
 from locomo_kit.scoring.gold import audit_for, keys_for
 from locomo_kit.scoring.gold_judging import audited_answers, calibration_answers
@@ -120,7 +120,8 @@ def resolve_run(config: RunConfig, run_id: str | None = None) -> RunFolder:
 
 
 def resolve_ingestion(sample: str, mode: str, worker_url: str, ingest_id: str | None = None) -> RunFolder:
-    return ingestion_folder(ingest_id or default_ingest_id(sample, mode, worker_url))
+    """The ingestion folder of the Worker at ``worker_url`` (see :func:`~locomo_kit.systems.runner.ingestion_of`)."""
+    return ingestion_of(system_name(None, worker_url), sample, worker_url, mode, ingest_id, None)
 
 
 def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
@@ -208,7 +209,7 @@ def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = 
                            "retrieval": LABELS[query_strategy] if source == "memory" else "full conversation",
                            "started_at": utc_now()}}
     warnings: list[str] = []
-    if name and ingestion is not None:
+    if name and ingestion is not None:  # the memory source (full-context and oracle use no system)
         manifest["answer"]["retrieval"] = retrieval_label(name, query_strategy)
         summary, warnings = answer_with_system(name, system_settings(name, worker_url, mode, system_options), run,
                                                ingestion, conversations, manifest, answer, llm, concurrency, progress,
