@@ -41,10 +41,13 @@ run: data
 	$(BIN)/locomo-kit run
 
 # pytest's conftest.py removes API keys and sends every output to a temporary folder; --durations lists the
-# slowest tests at the end (`pytest -m "not integration"` leaves out npm, peer environments, llama.cpp, Chromium)
+# slowest tests at the end (`pytest -m "not integration"` leaves out npm, peer environments, llama.cpp, Chromium).
+# The tests run on TEST_WORKERS processes (pytest-xdist), a module's tests on one of them, in the order
+# tests/conftest.py gives (the longest modules first); TEST_WORKERS=0 runs them in this one process.
+TEST_WORKERS ?= 2
 test: data $(EXTRAS)
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest --nbval --durations=25 tests notebooks
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --nbval --durations=25 tests notebooks
 
 bench: data
 	$(BIN)/python benchmarks/memworker_bench.py

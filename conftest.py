@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["pytester"]  # tests that run a pytest session of their own (the adapter contract's)
 PROJECT_ROOT = Path(__file__).resolve().parent
 SECRET = re.compile(r"(_API_KEY|_AUTH_TOKEN|_ACCESS_TOKEN|_BASE_URL|_API_BASE)$")
 REMOVED = ("LOCOMO_WORKER_URL", "LOCOMO_WORKER_TOKEN", "LOCOMO_ANTHROPIC_API_VERSION", "LOCOMO_PRICES",

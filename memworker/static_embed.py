@@ -9,13 +9,16 @@ seen, at ingestion or in a query), and persisted to a cache file beside the data
 restarted Worker never distils a piece twice. Distilling the whole 30,522-piece vocabulary up front
 takes about 40 s on 2 busy cores: ``make setup`` does it once (``python -m memworker.static_embed
 --install``) into the environment (:func:`installed_table`), which every Worker then loads, so that
-no query waits for MiniLM to distil a piece it has not seen.
+no query waits for MiniLM to distil a piece it has not seen. It keeps a copy for the machine
+(:func:`machine_table`, under ``$XDG_CACHE_HOME`` or ``~/.cache``, named for the model file's sha256 and
+onnxruntime's version), which the next environment's ``--install`` copies instead of distilling again.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -129,6 +132,13 @@ def installed_table() -> Path:
     return Path(sys.prefix) / "share" / "memworker" / f"static-minilm-{CACHE_VERSION}.npz"
 
 
+def machine_table(model) -> Path:
+    """Where ``--install`` keeps a copy of the whole table for the next environment on this machine (a fresh
+    clone's ``make setup`` copies it instead of distilling again): named for the model's fingerprint."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memworker"
+    return root / f"static-minilm-{CACHE_VERSION}-{model.fingerprint}.npz"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from memworker.embed import MiniLMOnnx
 
@@ -141,10 +151,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                        " which every Worker of this environment loads; kept if already complete")
     args = ap.parse_args(argv)
     target = installed_table() if args.install else Path(args.cache)
-    static = StaticMiniLM(MiniLMOnnx(), target)
+    model = MiniLMOnnx()
+    kept = machine_table(model) if args.install else None
+    if kept and kept.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(kept, target)  # read like any table: a piece it lacks is distilled below
+        print(f"copied {kept}")
+    static = StaticMiniLM(model, target)
     n = static.distil_all()
     static.save()
     print(f"distilled {n} pieces into {target} ({int(static.known.sum())} of {static.vocab_size} known)")
+    if kept and (n or not kept.is_file()):
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_name(f"{kept.name}.{os.getpid()}.tmp")
+        shutil.copyfile(target, tmp)
+        os.replace(tmp, kept)
     return 0
 
 

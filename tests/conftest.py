@@ -28,6 +28,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     local_llm.stop_background_build()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The order for ``make test``'s parallel run (``-n N --dist loadfile --no-loadscope-reorder``): each
+    module's tests stay together and in their order, the integration modules first and the local-LLM one
+    before them all (minutes of one CPU-bound call after another), so that the short modules fill the other
+    workers and the run does not end waiting on one long module."""
+    modules: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.path, []).append(item)
+
+    def first(path: Path) -> tuple[bool, bool]:
+        integration = any(item.get_closest_marker("integration") for item in modules[path])
+        return path.name != LOCAL_LLM_TESTS, not integration
+
+    items[:] = [item for path in sorted(modules, key=first) for item in modules[path]]
+
+
 @pytest.fixture(scope="session")
 def dataset_path() -> Path:
     """The real LoCoMo file: fetched (or copied from LOCOMO_SOURCE) once per session."""

@@ -255,3 +255,25 @@ def test_dense_feedback_needs_stored_vectors_and_a_match():
     fed = index_of(FEEDBACK_TURNS, feedback_vectors(), feedback_docs=5, feedback_weight=0.5)
     sim, _, _ = fed.similarity("unrelated query words")
     assert not sim.any()  # nothing matched: no feedback from arbitrary memories
+
+
+def test_install_copies_the_table_an_earlier_environment_left_on_this_machine(tmp_path, monkeypatch, capsys):
+    """`make setup` in a fresh clone copies the machine's table (named for the model's sha256 and onnxruntime's
+    version) instead of distilling the vocabulary again; the first install on a machine leaves it there."""
+    from memworker import static_embed
+    from memworker.embed import MiniLMOnnx
+    from memworker.static_embed import StaticMiniLM, machine_table
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(static_embed, "installed_table", lambda: tmp_path / "env1" / "table.npz")
+    few = lambda self: self.ensure(self.piece_ids("a pottery workshop"))  # the whole vocabulary takes ~40 s
+    monkeypatch.setattr(StaticMiniLM, "distil_all", few)
+    assert static_embed.main(["--install"]) == 0
+    kept = machine_table(MiniLMOnnx())
+    assert kept.is_file() and kept.read_bytes() == (tmp_path / "env1" / "table.npz").read_bytes()
+    assert "copied" not in capsys.readouterr().out
+
+    monkeypatch.setattr(static_embed, "installed_table", lambda: tmp_path / "env2" / "table.npz")
+    assert static_embed.main(["--install"]) == 0
+    out = capsys.readouterr().out
+    assert f"copied {kept}" in out and "distilled 0 pieces" in out  # every piece came with the copy

@@ -4,6 +4,7 @@ bm25 (bm25s), dense (MiniLM ONNX) and memworker (embedded, both ingestion modes)
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -96,3 +97,62 @@ def test_contract_catches_a_broken_system(cls, test, tmp_path):
             system.forget(conv.sample_id)
         with pytest.raises(AssertionError):
             getattr(SystemContract(), test)(system, convs)
+
+
+SHARING = '''
+import pytest
+from locomo_kit.systems.bm25 import BM25System
+from locomo_kit.testing.system_contract import SystemContract
+
+SENT = []
+
+
+class Counting(BM25System):
+    test = ""
+
+    def ingest_session(self, conversation, session):
+        SENT.append((Counting.test, conversation.sample_id, session.number))
+        return super().ingest_session(conversation, session)
+
+
+class TestCounting(SystemContract):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def system(cls, tmp_path_factory):
+        with Counting(tmp_path_factory.mktemp("store")) as s:
+            yield s
+
+    @pytest.fixture(autouse=True)
+    def _name(self, request):
+        Counting.test = request.node.name
+
+
+def test_report():
+    import json, pathlib
+    pathlib.Path("sent.json").write_text(json.dumps(SENT))
+'''
+
+
+def test_the_read_only_checks_share_one_ingestion_and_the_others_start_empty(pytester, dataset_path, monkeypatch):
+    """The four search checks ingest once between them; every other check starts from an empty system; a
+    check that writes in between makes the next read-only one ingest again (here: run in the order -k gives)."""
+    monkeypatch.setenv("LOCOMO_DATASET", str(dataset_path))
+    pytester.makepyfile(test_sharing=SHARING)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=11)
+    sent = json.loads((pytester.path / "sent.json").read_text())
+    by_test: dict[str, list] = {}
+    for test, sample, session in sent:
+        by_test.setdefault(test, []).append((sample, session))
+    assert by_test["test_search_best_first_with_text"] == [("conv-26", 1), ("conv-26", 2)]
+    for test in ("test_search_answers_locomo_questions", "test_top_k_respected", "test_context_budget_respected"):
+        assert test not in by_test, f"{test} ingested again: {by_test[test]}"
+    assert len(by_test["test_conversations_stay_apart"]) == 4 and len(by_test["test_forget_removes_the_conversation"]) == 4
+    # a writing check between two read-only ones: the second ingests again, into an emptied system
+    order = ["test_search_best_first_with_text", "test_ingest_is_idempotent", "test_top_k_respected", "test_report"]
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", *(f"test_sharing.py::{t}" if t == "test_report"
+                                           else f"test_sharing.py::TestCounting::{t}" for t in order))
+    result.assert_outcomes(passed=4)
+    sent = [tuple(s) for s in json.loads((pytester.path / "sent.json").read_text())]
+    assert [s for s in sent if s[0] == "test_top_k_respected"] == [("test_top_k_respected", "conv-26", 1),
+                                                                   ("test_top_k_respected", "conv-26", 2)]

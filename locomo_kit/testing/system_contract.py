@@ -14,7 +14,7 @@ Use it from a test file of your own::
                 yield s
 
 The ``system`` fixture yields an *opened* system; it may be shared by the class (every test first
-forgets the conversations it uses). The conversations are the first sessions of two LoCoMo
+forgets the conversations it uses, except that the read-only search checks share one ingestion). The conversations are the first sessions of two LoCoMo
 conversations from ``data/locomo10.json`` (``LOCOMO_DATASET`` to point elsewhere); override the
 ``conversations`` fixture to use others. What is checked: identity and health; ingestion is
 idempotent; search returns text best first, at most ``top_k``, with exact turn ids when the system
@@ -97,6 +97,13 @@ def probe_questions(conv: Conversation) -> list[Question]:
     return chosen or usable[:8]
 
 
+def reads_only(test):
+    """Marks a check that only reads what :meth:`SystemContract.hold` ingested: such checks share one ingestion
+    (a slow system's writes are most of the contract's time)."""
+    test.reads_only = True
+    return test
+
+
 class SystemContract:
     """Subclass it and provide a ``system`` fixture (an opened :class:`MemorySystem`)."""
 
@@ -108,10 +115,21 @@ class SystemContract:
     def conversations(cls) -> list[Conversation]:
         return contract_conversations()
 
+    @pytest.fixture(scope="class")
+    @classmethod
+    def _shared(cls, system) -> dict:
+        """The conversation the class's system holds for the read-only checks (``holding``), if any."""
+        return {}
+
     @pytest.fixture(autouse=True)
-    def _forget_first(self, system, conversations):
-        for conv in conversations:
-            system.forget(conv.sample_id)
+    def _forget_first(self, request, system, conversations, _shared):
+        """Each test starts from an empty system, except that the read-only checks (:func:`reads_only`) go on
+        from the one ingestion the previous such check made (:meth:`hold`)."""
+        self._shared_state = _shared
+        if not (getattr(request.function, "reads_only", False) and _shared.get("holding")):
+            _shared["holding"] = None
+            for conv in conversations:
+                system.forget(conv.sample_id)
         yield
 
     @staticmethod
@@ -119,6 +137,16 @@ class SystemContract:
         for session in conv.sessions:
             assert system.ingest_session(conv, session).stored > 0, f"{system.name} stored nothing for session " \
                                                                     f"{session.number}"
+
+    def hold(self, system: MemorySystem, conv: Conversation) -> None:
+        """``conv`` ingested whole into an otherwise empty system: ingested here unless a read-only check of
+        this class did so already and nothing else ran since."""
+        shared = getattr(self, "_shared_state", {})
+        if shared.get("holding") == conv.sample_id:
+            return
+        shared["holding"] = None
+        self.ingest_all(system, conv)
+        shared["holding"] = conv.sample_id
 
     @staticmethod
     def probe(conv: Conversation):
@@ -170,9 +198,10 @@ class SystemContract:
         assert [r["status"] for r in records] == ["ok"] * (SESSIONS - 1) + ["failed", "ok"]
 
     # -- search ---------------------------------------------------------------------------------
+    @reads_only
     def test_search_best_first_with_text(self, system, conversations):
         conv = conversations[0]
-        self.ingest_all(system, conv)
+        self.hold(system, conv)
         turn, query = self.probe(conv)
         result = system.search(conv.sample_id, query, self.search_top_k)
         assert isinstance(result, SearchResult)
@@ -200,9 +229,10 @@ class SystemContract:
         fused = retrieve(SystemSearch(system), question, conversation_id, self.search_top_k, self.query_strategy)
         return [(o.content, list(o.source_turns)) for o in fused.observations]
 
+    @reads_only
     def test_search_answers_locomo_questions(self, system, conversations):
         conv = conversations[0]
-        self.ingest_all(system, conv)
+        self.hold(system, conv)
         turns = {t.dia_id: t.text for s in conv.sessions for t in s.turns}
         asked = probe_questions(conv)
         assert asked, f"no LoCoMo question of {conv.sample_id} has its evidence in the sessions given"
@@ -222,15 +252,17 @@ class SystemContract:
             f"{self.search_top_k} results ({self.query_strategy} strategy); a search that cannot answer questions "
             "asked in their own words fails the contract:\n" + "\n".join(report))
 
+    @reads_only
     def test_top_k_respected(self, system, conversations):
         conv = conversations[0]
-        self.ingest_all(system, conv)
+        self.hold(system, conv)
         _, query = self.probe(conv)
         assert len(system.search(conv.sample_id, query, 2).memories) <= 2
 
+    @reads_only
     def test_context_budget_respected(self, system, conversations):
         conv = conversations[0]
-        self.ingest_all(system, conv)
+        self.hold(system, conv)
         _, query = self.probe(conv)
         budget = 120
         result = system.search(conv.sample_id, query, 50, context_budget=budget)

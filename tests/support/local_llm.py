@@ -80,9 +80,9 @@ def require_server() -> dict:
 
 
 @contextmanager
-def running_server(folder: Path, n_ctx: int = 4096, threads: int = 1) -> Iterator[dict]:
+def running_server(folder: Path, n_ctx: int = 4096, threads: int = 1, nice: int = 0) -> Iterator[dict]:
     info = json.loads(llm_server("start", "--dir", str(folder), "--n-ctx", str(n_ctx), "--threads", str(threads),
-                                 timeout=300))
+                                 "--nice", str(nice), timeout=300))
     try:
         yield info
     finally:
