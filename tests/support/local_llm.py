@@ -109,7 +109,9 @@ CLAUDE_MEM_MAX_TIMEOUT_S = 300.0
 
 def require_speed_for_claude_mem(base_url: str) -> float:
     """Skip, saying why, when this machine generates too slowly for claude-mem's 300 s per call."""
-    speed = generation_speed(base_url)
+    # the best of two calls: a server's first call also pages its model in (5.6 tokens/s against 59 for the
+    # next one, measured beside three busy processes)
+    speed = max(generation_speed(base_url) for _ in range(2))
     need = CLAUDE_MEM_TOKENS_PER_CALL / (0.8 * CLAUDE_MEM_MAX_TIMEOUT_S)
     if speed < need:
         pytest.skip(f"the local server generates {speed:.1f} tokens/s on this machine now (busy?): claude-mem asks for "
