@@ -44,7 +44,7 @@ run: data
 # slowest tests at the end (`pytest -m "not integration"` leaves out npm, peer environments, llama.cpp, Chromium).
 # The tests run on TEST_WORKERS processes (pytest-xdist), a module's tests on one of them, in the order
 # tests/conftest.py gives (the longest modules first); TEST_WORKERS=0 runs them in this one process.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test: data $(EXTRAS)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --nbval --durations=25 tests notebooks
