@@ -10,12 +10,18 @@ builds the server into ~/.cache/locomo-kit/llm-server (minutes; started in the b
 these tests are collected, see tests/local_llm.py). A 135M model is far too weak to be a
 good answerer, judge or compressor: these tests check that the kit works with such a server, not
 the model's quality (docs/local-models.md has the figures).
+
+The server writes at most ``MAX_TOKENS`` tokens a call, whatever the call asks (``llm-server start
+--max-tokens``, as llama.cpp's ``llama-server --n-predict``): SmolLM2 loops until the limit it is given, so
+claude-mem's hard-coded 4,096 and memworker's 2,048 cost minutes of generation that show nothing more than
+the first 512 tokens do.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +32,7 @@ from support.local_llm import MODEL, require_server, require_speed_for_claude_me
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.integration  # a llama.cpp build (and npm for claude-mem)
+MAX_TOKENS = 512
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +44,8 @@ def server(tmp_path_factory):
     parallel = bool(os.environ.get("PYTEST_XDIST_WORKER"))
     threads = 1 if parallel else os.cpu_count() or 1
     nice = -10 if parallel and os.geteuid() == 0 else 0
-    with running_server(tmp_path_factory.mktemp("llm-server"), n_ctx=16384, threads=threads, nice=nice) as info:
+    with running_server(tmp_path_factory.mktemp("llm-server"), n_ctx=16384, threads=threads, nice=nice,
+                        max_tokens=MAX_TOKENS) as info:
         yield info
 
 
@@ -46,9 +54,17 @@ def served_chats(info: dict) -> list[str]:
             if '"POST /v1/chat/completions HTTP/1.1"' in line]
 
 
+def generated(info: dict) -> list[int]:
+    """Tokens the server generated for each call, from llama.cpp's timings in its log."""
+    runs = re.findall(r"^llama_perf_context_print:\s+eval time = .*/\s*(\d+) runs", Path(info["log"]).read_text(
+        errors="replace"), flags=re.MULTILINE)
+    return [int(n) for n in runs]
+
+
 def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_path, dataset):
     """claude-mem's openrouter provider pointed at the local server (CLAUDE_MEM_LLM_TIMEOUT_MS at its
-    300,000 ms maximum): conv-26's first session, its compression fidelity recorded and printed."""
+    300,000 ms maximum): conv-26's first session, its compression fidelity recorded and printed. claude-mem
+    asks 4,096 tokens a call; the server writes at most MAX_TOKENS."""
     from locomo_kit.dataset import first_sessions, get_conversation
     from locomo_kit.ingestion import ingest_conversation
     from locomo_kit.runs import RunFolder
@@ -59,7 +75,7 @@ def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_p
     from support.claude_mem_peer import real_worker, require_release
 
     require_release()
-    require_speed_for_claude_mem(server["base_url"])
+    require_speed_for_claude_mem(server)
     conv = get_conversation(dataset, "conv-26")
     first = first_sessions(conv, 1)
     folder = RunFolder("compress", root=tmp_path / "runs")
@@ -76,13 +92,16 @@ def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_p
         assert record["samples"]["conv-26"]["sessions"]["1"]["fidelity"] == rec["fidelity"]
         assert summary_lines(record)[0].startswith("compression fidelity conv-26: ")
     elif "generator has paused" in (result.error or ""):
-        # a 4,096-token call took longer than claude-mem's 300 s maximum here (159-254 s on a quiet machine,
-        # over 300 s in one make test): the kit's defined outcome, naming the setting, not the session timeout
+        # a call took longer than claude-mem's 300 s maximum here (4,096 tokens uncapped took 159-254 s on a quiet
+        # machine, over 300 s in one make test): the kit's defined outcome, naming the setting, not the session
+        # timeout
         assert "CLAUDE_MEM_LLM_TIMEOUT_MS = 300000 ms" in result.error and "maximum already" in result.error
         assert summary.aborted and rec["seconds"] < 900
     else:  # the small model's reply may hold no observation claude-mem accepts: a failure, with its reason
         assert "ZERO observations" in result.error or "failed" in result.error, result.error
     assert served_chats(server), "claude-mem never called the local server"
+    made = generated(server)
+    assert made and max(made) <= MAX_TOKENS, f"the server's cap did not hold: {made}"
 
 
 def test_the_kit_answers_and_judges_with_a_real_local_server(server, tmp_path):

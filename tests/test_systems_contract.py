@@ -134,8 +134,9 @@ def test_report():
 
 
 def test_the_read_only_checks_share_one_ingestion_and_the_others_start_empty(pytester, dataset_path, monkeypatch):
-    """The four search checks ingest once between them; every other check starts from an empty system; a
-    check that writes in between makes the next read-only one ingest again (here: run in the order -k gives)."""
+    """The five read-only checks ingest both conversations once between them and the forget check uses that
+    ingestion up; every other check starts from an empty system; a check that writes in between makes the next
+    read-only one ingest again (here: run in the order given)."""
     monkeypatch.setenv("LOCOMO_DATASET", str(dataset_path))
     pytester.makepyfile(test_sharing=SHARING)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
@@ -144,15 +145,19 @@ def test_the_read_only_checks_share_one_ingestion_and_the_others_start_empty(pyt
     by_test: dict[str, list] = {}
     for test, sample, session in sent:
         by_test.setdefault(test, []).append((sample, session))
-    assert by_test["test_search_best_first_with_text"] == [("conv-26", 1), ("conv-26", 2)]
-    for test in ("test_search_answers_locomo_questions", "test_top_k_respected", "test_context_budget_respected"):
+    both = [("conv-26", 1), ("conv-26", 2), ("conv-30", 1), ("conv-30", 2)]
+    assert by_test["test_search_best_first_with_text"] == both
+    for test in ("test_search_answers_locomo_questions", "test_top_k_respected", "test_context_budget_respected",
+                 "test_conversations_stay_apart", "test_forget_removes_the_conversation"):
         assert test not in by_test, f"{test} ingested again: {by_test[test]}"
-    assert len(by_test["test_conversations_stay_apart"]) == 4 and len(by_test["test_forget_removes_the_conversation"]) == 4
-    # a writing check between two read-only ones: the second ingests again, into an emptied system
-    order = ["test_search_best_first_with_text", "test_ingest_is_idempotent", "test_top_k_respected", "test_report"]
+    # a writing check between two read-only ones: the second ingests again, into an emptied system; after the
+    # forget check the next read-only one does too
+    order = ["test_search_best_first_with_text", "test_ingest_is_idempotent", "test_top_k_respected",
+             "test_forget_removes_the_conversation", "test_conversations_stay_apart", "test_report"]
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", *(f"test_sharing.py::{t}" if t == "test_report"
                                            else f"test_sharing.py::TestCounting::{t}" for t in order))
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=6)
     sent = [tuple(s) for s in json.loads((pytester.path / "sent.json").read_text())]
-    assert [s for s in sent if s[0] == "test_top_k_respected"] == [("test_top_k_respected", "conv-26", 1),
-                                                                   ("test_top_k_respected", "conv-26", 2)]
+    for test in ("test_top_k_respected", "test_conversations_stay_apart"):
+        assert [s[1:] for s in sent if s[0] == test] == both, test
+    assert not [s for s in sent if s[0] == "test_forget_removes_the_conversation"]

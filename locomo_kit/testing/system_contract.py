@@ -14,7 +14,8 @@ Use it from a test file of your own::
                 yield s
 
 The ``system`` fixture yields an *opened* system; it may be shared by the class (every test first
-forgets the conversations it uses, except that the read-only search checks share one ingestion). The conversations are the first sessions of two LoCoMo
+forgets the conversations it uses, except that the read-only checks share one ingestion of both, which the
+forget check then uses up). The conversations are the first sessions of two LoCoMo
 conversations from ``data/locomo10.json`` (``LOCOMO_DATASET`` to point elsewhere); override the
 ``conversations`` fixture to use others. What is checked: identity and health; ingestion is
 idempotent; search returns text best first, at most ``top_k``, with exact turn ids when the system
@@ -104,6 +105,13 @@ def reads_only(test):
     return test
 
 
+def uses_up_hold(test):
+    """Marks a check that starts from what :meth:`SystemContract.hold` ingested and changes it: the next check
+    that reads it ingests again."""
+    test.uses_up_hold = True
+    return test
+
+
 class SystemContract:
     """Subclass it and provide a ``system`` fixture (an opened :class:`MemorySystem`)."""
 
@@ -123,14 +131,18 @@ class SystemContract:
 
     @pytest.fixture(autouse=True)
     def _forget_first(self, request, system, conversations, _shared):
-        """Each test starts from an empty system, except that the read-only checks (:func:`reads_only`) go on
-        from the one ingestion the previous such check made (:meth:`hold`)."""
+        """Each test starts from an empty system, except that the read-only checks (:func:`reads_only`) and the
+        one that uses their ingestion up (:func:`uses_up_hold`) go on from the ingestion the previous such check
+        made (:meth:`hold`)."""
         self._shared_state = _shared
-        if not (getattr(request.function, "reads_only", False) and _shared.get("holding")):
+        shares = getattr(request.function, "reads_only", False) or getattr(request.function, "uses_up_hold", False)
+        if not (shares and _shared.get("holding")):
             _shared["holding"] = None
             for conv in conversations:
                 system.forget(conv.sample_id)
         yield
+        if getattr(request.function, "uses_up_hold", False):
+            _shared["holding"] = None
 
     @staticmethod
     def ingest_all(system: MemorySystem, conv: Conversation) -> None:
@@ -138,15 +150,17 @@ class SystemContract:
             assert system.ingest_session(conv, session).stored > 0, f"{system.name} stored nothing for session " \
                                                                     f"{session.number}"
 
-    def hold(self, system: MemorySystem, conv: Conversation) -> None:
-        """``conv`` ingested whole into an otherwise empty system: ingested here unless a read-only check of
-        this class did so already and nothing else ran since."""
+    def hold(self, system: MemorySystem, conversations: list[Conversation]) -> None:
+        """``conversations`` ingested whole into an otherwise empty system: ingested here unless a read-only
+        check of this class did so already and nothing else ran since."""
         shared = getattr(self, "_shared_state", {})
-        if shared.get("holding") == conv.sample_id:
+        ids = tuple(conv.sample_id for conv in conversations)
+        if shared.get("holding") == ids:
             return
         shared["holding"] = None
-        self.ingest_all(system, conv)
-        shared["holding"] = conv.sample_id
+        for conv in conversations:
+            self.ingest_all(system, conv)
+        shared["holding"] = ids
 
     @staticmethod
     def probe(conv: Conversation):
@@ -201,7 +215,7 @@ class SystemContract:
     @reads_only
     def test_search_best_first_with_text(self, system, conversations):
         conv = conversations[0]
-        self.hold(system, conv)
+        self.hold(system, conversations)
         turn, query = self.probe(conv)
         result = system.search(conv.sample_id, query, self.search_top_k)
         assert isinstance(result, SearchResult)
@@ -232,7 +246,7 @@ class SystemContract:
     @reads_only
     def test_search_answers_locomo_questions(self, system, conversations):
         conv = conversations[0]
-        self.hold(system, conv)
+        self.hold(system, conversations)
         turns = {t.dia_id: t.text for s in conv.sessions for t in s.turns}
         asked = probe_questions(conv)
         assert asked, f"no LoCoMo question of {conv.sample_id} has its evidence in the sessions given"
@@ -255,14 +269,14 @@ class SystemContract:
     @reads_only
     def test_top_k_respected(self, system, conversations):
         conv = conversations[0]
-        self.hold(system, conv)
+        self.hold(system, conversations)
         _, query = self.probe(conv)
         assert len(system.search(conv.sample_id, query, 2).memories) <= 2
 
     @reads_only
     def test_context_budget_respected(self, system, conversations):
         conv = conversations[0]
-        self.hold(system, conv)
+        self.hold(system, conversations)
         _, query = self.probe(conv)
         budget = 120
         result = system.search(conv.sample_id, query, 50, context_budget=budget)
@@ -273,10 +287,10 @@ class SystemContract:
             assert sum(approx_tokens(m.text) for m in result.memories) <= budget, "the system's own budget is exceeded"
             assert len(kept) == len(result.memories)
 
+    @reads_only
     def test_conversations_stay_apart(self, system, conversations):
         a, b = conversations
-        self.ingest_all(system, a)
-        self.ingest_all(system, b)
+        self.hold(system, conversations)
         turn, query = self.probe(b)
         mine = {t.dia_id for s in a.sessions for t in s.turns}
         texts_b = {t.text for s in b.sessions for t in s.turns}
@@ -284,10 +298,10 @@ class SystemContract:
             assert not any(text in m.text for text in texts_b if len(text) > 40), "another conversation's memory"
             assert set(m.source_turns) <= mine
 
+    @uses_up_hold
     def test_forget_removes_the_conversation(self, system, conversations):
         a, b = conversations
-        self.ingest_all(system, a)
-        self.ingest_all(system, b)
+        self.hold(system, conversations)
         held_b = system.held(b.sample_id)
         deleted = system.forget(a.sample_id)
         assert deleted > 0
