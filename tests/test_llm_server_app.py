@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,9 @@ def call(path: str, method: str, chunks: list[bytes], then: list[dict]) -> tuple
 
     scope = {"type": "http", "method": method, "path": path,
              "headers": [(b"content-type", b"application/json"), (b"content-length", b"999")]}
-    asyncio.run(app_module.CapMaxTokens(inner, cap=512)(scope, receive, send))
+    # in a thread of its own: a session's Playwright (tests/support/chromium.py) keeps an event loop running here
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, app_module.CapMaxTokens(inner, cap=512)(scope, receive, send)).result()
     return seen["scope"], seen["body"], seen["later"]
 
 

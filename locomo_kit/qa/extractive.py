@@ -13,6 +13,7 @@ It picks the retrieved memory that shares most words with the question (ties bro
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from nltk.stem import PorterStemmer
 
@@ -45,8 +46,14 @@ LIST_CUES = ("what activities", "what are", "what kind", "what types", "what boo
              "what games", "what ways", "what do", "what has")
 
 
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """The Porter stem of a lower-cased word (cached: a run stems the same few thousand words over and over)."""
+    return _STEM.stem(word)
+
+
 def _stems(text: str) -> set[str]:
-    return {_STEM.stem(w.lower()) for w in _WORD.findall(text) if w.lower() not in STOP}
+    return {_stem(w.lower()) for w in _WORD.findall(text) if w.lower() not in STOP}
 
 
 def _body(o: Observation) -> str:
@@ -81,9 +88,9 @@ def _phrase(question: str, text: str, max_words: int) -> str:
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()] or [text]
     best = max(sentences, key=lambda s: len(q & _stems(s)))
     tokens = _WORD.findall(best)
-    hits = [i for i, w in enumerate(tokens) if _STEM.stem(w.lower()) in q]
+    hits = [i for i, w in enumerate(tokens) if _stem(w.lower()) in q]
     def keep(ws: list[str]) -> list[str]:
-        return [w for w in ws if w.lower() not in STOP and _STEM.stem(w.lower()) not in q]
+        return [w for w in ws if w.lower() not in STOP and _stem(w.lower()) not in q]
     after = keep(tokens[hits[-1] + 1:]) if hits else []
     words = after if after else keep(tokens)
     return " ".join(words[:max_words])
