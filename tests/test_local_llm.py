@@ -14,7 +14,7 @@ the model's quality (docs/local-models.md has the figures).
 The server writes at most ``MAX_TOKENS`` tokens a call, whatever the call asks (``llm-server start
 --max-tokens``, as llama.cpp's ``llama-server --n-predict``): SmolLM2 loops until the limit it is given, so
 claude-mem's hard-coded 4,096 and memworker's 2,048 cost minutes of generation that show nothing more than
-the first 512 tokens do.
+the first 256 tokens do.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from support.local_llm import MODEL, require_server, require_speed_for_claude_me
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.integration  # a llama.cpp build (and npm for claude-mem)
-MAX_TOKENS = 512
+MAX_TOKENS = 256
 
 
 @pytest.fixture(scope="module")
