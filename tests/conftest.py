@@ -31,17 +31,35 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The order for ``make test``'s parallel run (``-n N --dist loadfile --no-loadscope-reorder``): each
     module's tests stay together and in their order, the integration modules first and the local-LLM one
-    before them all (minutes of one CPU-bound call after another), so that the short modules fill the other
-    workers and the run does not end waiting on one long module."""
+    before them all (minutes of one CPU-bound call after another), then the notebooks (one worker's, see
+    :func:`pytest_xdist_make_scheduler`), so that the short modules fill the other workers and the run does
+    not end waiting on one long module."""
     modules: dict[Path, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.path, []).append(item)
 
-    def first(path: Path) -> tuple[bool, bool]:
+    def first(path: Path) -> tuple[bool, bool, bool]:
         integration = any(item.get_closest_marker("integration") for item in modules[path])
-        return path.name != LOCAL_LLM_TESTS, not integration
+        return path.name != LOCAL_LLM_TESTS, not integration, path.suffix != ".ipynb"
 
     items[:] = [item for path in sorted(modules, key=first) for item in modules[path]]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile``, except that the notebooks are one unit, run in their order on one worker: each goes on
+    from the runs the one before made in that worker's outputs folder (02 ingests, 03 answers, 04 scores, …), as
+    in a serial run, instead of making them again on another worker."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class NotebooksTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "notebooks" if scope.endswith(".ipynb") else scope
+
+    return NotebooksTogether(config, log)
 
 
 @pytest.fixture(scope="session")
