@@ -1,6 +1,6 @@
 """Questions across runs: the cross-run table, flip counts and the exact McNemar test, the compare page's
 embedded data, the notebooks' DataFrame; checked against the runs' own records (no browser here: see
-tests/test_browser_compare.py)."""
+tests/test_leaderboard.py)."""
 
 from __future__ import annotations
 
