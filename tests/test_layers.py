@@ -19,7 +19,7 @@ PACKAGE = ROOT / "locomo_kit"
 # Lowest first; a module belongs to the first layer whose prefix names it (longest prefix wins).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("locomo_kit.paths", "locomo_kit.dataset", "locomo_kit.data_fetch", "locomo_kit.outcome",
-                    "locomo_kit.costs", "locomo_kit.progress")),
+                    "locomo_kit.costs", "locomo_kit.progress", "locomo_kit.settings")),
     ("runs", ("locomo_kit.runs",)),
     ("clients", ("locomo_kit.llm", "locomo_kit.worker")),
     ("systems", ("locomo_kit.systems",)),

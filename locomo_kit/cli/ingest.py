@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from locomo_kit.cli.common import finish, positive_float, print_partial, system_options
+from locomo_kit.cli.common import finish, positive_float, print_partial, system_spec
 from locomo_kit.cli.options import add_consistency_option, add_session_timeout_option, add_worker_options
 from locomo_kit.ingestion.summary import ingest_outcome, print_summary
 from locomo_kit.pipeline.stages import load, run_ingest
@@ -23,12 +23,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    conversations, _ = load(sample=args.sample)
+    conversations, _ = load(args.sample)
     print_partial(conversations)
-    folder, summary = run_ingest(sample=args.sample, worker_url=args.worker_url, mode=args.mode,
-                                 ingest_id=args.ingest_id, force=args.force, session_timeout=args.session_timeout,
-                                 poll_interval=args.poll_interval, consistency_timeout=args.consistency_timeout,
-                                 system=args.system, system_options=system_options(args))
+    folder, summary = run_ingest(args.sample, system=system_spec(args), force=args.force)
     for note in getattr(summary, "notes", []):
         print(note)
     print_summary(summary)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from locomo_kit.cli.common import CliError, call_settings, existing_run, finish, say_auto
+from locomo_kit.cli.common import CliError, call_settings, existing_run, finish, judge_options, say_auto
 from locomo_kit.cli.options import (
     add_answer_options,
     add_call_options,
@@ -45,7 +45,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.judge_protocol and not args.judge_model:
         raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model (e.g. anthropic/claude-sonnet-4-6)")
     run = existing_run(args)
-    key = run_score(run, args.sample, gold=args.gold)[0].config_key
+    key = run_score(run, sample=args.sample, gold=args.gold)[0].config_key
     for gold_key in keys_for(args.gold):
         print(f"gold key: {gold_key}")
         scores = load_scores(run, key, gold_key)
@@ -56,9 +56,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.judge_model:
         protocol = args.judge_protocol or "playbook"
         say_auto("judge", args.judge_model)
-        run_judge(run, protocol=protocol, judge_model=args.judge_model, runs=args.judge_runs,
-                  llm_base_url=args.judge_base_url, gold=args.gold, calibration_size=args.calibration_size,
-                  calls=call_settings(args), timeout=args.timeout)
+        run_judge(run, judge=judge_options(args), gold=args.gold, calls=call_settings(args))
         record = run.manifest().get("judge", {}).get(protocol, {}).get("outcome")
         if record:
             outcomes.append(Outcome(**{k: v for k, v in record.items() if k not in ("ok", "not_attempted")}))

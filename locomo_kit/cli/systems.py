@@ -7,7 +7,7 @@ import argparse
 import importlib.util
 
 from locomo_kit.systems.base import MissingDependency
-from locomo_kit.systems.registry import family_members, is_worker, names, resolve, spec
+from locomo_kit.systems.registry import family_members, names, resolve, spec
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +35,7 @@ def describe(name: str) -> list[str]:
         lines.append(f"  ready: installed on first use ({s.pip or ', '.join(missing)})")
         return lines
     lines.append(f"  ready: {cls.readiness()}")
-    if is_worker(name):
+    if cls.worker_records:  # a claude-mem Worker API: configured by its URL and mode
         lines.append("  options: --worker-url, --mode, --session-timeout (a Worker's own settings are its configuration)")
         return lines
     if not cls.system_options:

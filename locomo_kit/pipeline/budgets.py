@@ -56,7 +56,7 @@ def parse_budgets(value: str | int | Sequence[int] | None) -> list[int] | None:
     return out
 
 
-def run_is_complete(run: RunFolder, judge_protocol: str | None = None) -> bool:
+def run_is_complete(run: RunFolder, *, judge_protocol: str | None = None) -> bool:
     """Whether ``run`` already holds everything a ``run`` command makes: answers (none failed),
     scores, a report, and (``judge_protocol``) that judge's judgements, each stage's outcome ok."""
     if not run.exists():
@@ -84,7 +84,7 @@ class BudgetRun:
     problems: list[str] = field(default_factory=list)  # why a run whose stages ended is still not a result
 
 
-def refresh_scores(run: RunFolder, sample: str, dataset_path: str | None = None) -> bool:
+def refresh_scores(run: RunFolder, *, sample: str, dataset_path: str | None = None) -> bool:
     """Score and report a complete run again when its scores predate session-level recall (scoring reads
     saved answers only: cheap, and never touches the memory system); True when it did."""
 
@@ -92,12 +92,12 @@ def refresh_scores(run: RunFolder, sample: str, dataset_path: str | None = None)
         return False
 
     gold = run.manifest().get("scoring", {}).get("gold_keys") or ["original", "audited"]
-    run_score(run, sample, dataset_path, gold="both" if len(gold) > 1 else gold[0])
-    run_report(run, sample, dataset_path)
+    run_score(run, sample=sample, dataset_path=dataset_path, gold="both" if len(gold) > 1 else gold[0])
+    run_report(run, sample=sample, dataset_path=dataset_path)
     return True
 
 
-def run_budgets(budgets: Sequence[int], run_one: Callable[[int], Any], config_run: Callable[[int], RunFolder],
+def run_budgets(budgets: Sequence[int], *, run_one: Callable[[int], Any], config_run: Callable[[int], RunFolder],
                 judge_protocol: str | None = None, log: Callable[[str], None] = print,
                 sample: str | None = None, dataset_path: str | None = None) -> list[BudgetRun]:
     """Run ``run_one(budget)`` (a :class:`~locomo_kit.pipeline.stages.PipelineResult`) for each budget whose run
@@ -106,17 +106,18 @@ def run_budgets(budgets: Sequence[int], run_one: Callable[[int], Any], config_ru
     out = []
     for budget in budgets:
         folder = config_run(budget)
-        if run_is_complete(folder, judge_protocol):
-            again = sample is not None and refresh_scores(folder, sample, dataset_path)
+        if run_is_complete(folder, judge_protocol=judge_protocol):
+            again = sample is not None and refresh_scores(folder, sample=sample, dataset_path=dataset_path)
             log(f"context budget {budget:,}: already done ({folder.run_id}), not run again"
                 + ("; scored again for session-level recall" if again else ""))
             problems = run_problems(folder)
-            out.append(BudgetRun(budget, folder, True, not problems, problems=problems))
+            out.append(BudgetRun(budget=budget, run=folder, reused=True, ok=not problems, problems=problems))
             continue
         log(f"context budget {budget:,}: {folder.run_id}")
         result = run_one(budget)
         problems = run_problems(result.run)
-        out.append(BudgetRun(budget, result.run, False, bool(result.ok) and not problems, result, problems))
+        out.append(BudgetRun(budget=budget, run=result.run, reused=False, ok=bool(result.ok) and not problems,
+                             result=result, problems=problems))
     return out
 
 
@@ -125,7 +126,7 @@ def _mean_pct(values: list[float | None]) -> float | None:
     return 100 * sum(vals) / len(vals) if vals else None
 
 
-def run_point(run: RunFolder, system: str | None = None) -> dict[str, Any]:
+def run_point(run: RunFolder, *, system: str | None = None) -> dict[str, Any]:
     """One point of the curve from one run folder: its budget and its overall figures (categories 1-4)."""
 
     s = summarize_run(run)
@@ -153,11 +154,11 @@ def run_point(run: RunFolder, system: str | None = None) -> dict[str, Any]:
 
 def curve_points(runs: Sequence[tuple[str | None, RunFolder]]) -> list[dict[str, Any]]:
     """Points for ``(system label, run folder)`` pairs, sorted by system then budget."""
-    points = [run_point(run, system) for system, run in runs]
+    points = [run_point(run, system=system) for system, run in runs]
     return sorted(points, key=lambda p: (p["system"], p["budget"] or 0))
 
 
-def curve_figure(points: list[dict[str, Any]], path: Path, title: str) -> Path:
+def curve_figure(points: list[dict[str, Any]], *, path: Path, title: str) -> Path:
     """One panel per metric (recall, session recall, F1, Mem0 F1, J when judged), budget on a log axis,
     one line per system."""
     import matplotlib  # deferred: a heavy import
@@ -220,10 +221,10 @@ def curve_lines(points: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def write_curve(points: list[dict[str, Any]], folder: Path, title: str, notes: Sequence[str] = ()) -> dict[str, Path]:
+def write_curve(points: list[dict[str, Any]], *, folder: Path, title: str, notes: Sequence[str] = ()) -> dict[str, Path]:
     """``curve.md``, ``curve.json`` and ``curve.png`` in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    png = curve_figure(points, folder / "curve.png", title)
+    png = curve_figure(points, path=folder / "curve.png", title=title)
     answerers = sorted({p["answerer"] for p in points})
     md = [f"# {title}", "", f"Written {utc_now()}. One run per budget (each its own configuration and run id); "
           f"answered by {', '.join(answerers)}. Figures over categories 1-4 of each run; evidence recall is the "

@@ -25,16 +25,17 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from locomo_kit.llm import DEFAULT_ANSWER_MODEL, resolve_auto
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.paths import outputs_dir
 from locomo_kit.pipeline.budgets import curve_points, parse_budgets, run_budgets, run_point, write_curve
-from locomo_kit.pipeline.stages import resolve_run, retrieval, run_all, run_config
+from locomo_kit.pipeline.stages import resolve_run, run_all, run_config
 from locomo_kit.reports.baselines import LOCOMO_F1, MEM0_F1, MEM0_J, MEM0_LATENCY, SESSION_RECALL_CLAIMS
 from locomo_kit.reports.comparison import compare
 from locomo_kit.reports.figures import save_figure
@@ -45,6 +46,7 @@ from locomo_kit.reports.runs_explorer import CrossRuns, cross_runs, write_runs_p
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder, ingestion_folder, slug, utc_now
 from locomo_kit.runs.records import INGEST_FILE
+from locomo_kit.settings import DEFAULT_CONTEXT_BUDGET, Answerer, Judge, Retrieval, SystemSpec, as_answerer, as_judge
 from locomo_kit.systems.registry import resolve, spec
 
 QUOTED = "quoted, not measured here"
@@ -67,13 +69,11 @@ class Entry:
     def spec(self) -> str:
         return f"{self.name}={self.worker_url}" if self.worker_url != "embedded" else self.name
 
-    def run_kwargs(self) -> dict[str, Any]:
-        """What :func:`~locomo_kit.pipeline.stages.run_all` / ``run_config`` need to run this system."""
-        if self.name == "memworker":
-            return {"worker_url": self.worker_url}
-        if self.name == "claude-mem":  # a Worker URL other than embedded means claude-mem
-            return {"worker_url": self.worker_url}
-        return {"worker_url": "embedded", "system": self.name}
+    def system(self) -> SystemSpec:
+        """The system :func:`~locomo_kit.pipeline.stages.run_all` / ``run_config`` run for this entry."""
+        if self.name in ("memworker", "claude-mem"):  # a Worker URL other than embedded means claude-mem
+            return SystemSpec(worker_url=self.worker_url)
+        return SystemSpec(name=self.name)
 
 
 def parse_systems(value: str | Sequence[str]) -> list[Entry]:
@@ -93,7 +93,7 @@ def parse_systems(value: str | Sequence[str]) -> list[Entry]:
             raise LeaderboardError("claude-mem needs its Worker's URL in the list: claude-mem=http://127.0.0.1:37777")
         if url and name not in ("claude-mem", "memworker"):
             raise LeaderboardError(f"{name} runs without a URL: name it alone, not {item!r}")
-        entry = Entry(name, url.strip() or "embedded")
+        entry = Entry(name=name, worker_url=url.strip() or "embedded")
         if entry in out:
             raise LeaderboardError(f"{entry.spec} is named twice in --systems")
         out.append(entry)
@@ -155,7 +155,7 @@ def ingest_seconds(run: RunFolder) -> float | None:
 def measured_row(system: str, run: RunFolder, ok: bool) -> dict[str, Any]:
     """One leaderboard row (system × budget) read back from the run folder."""
 
-    point = run_point(run, system)
+    point = run_point(run, system=system)
     s = summarize_run(run)
     overall = next((r for r in s["diagnostics"] if r["category"] == "overall"), {})
     sessions = overall.get("sessions") or {}
@@ -326,7 +326,7 @@ def leaderboard_figure(rows: list[dict[str, Any]], path: Path, title: str) -> Pa
     return save_figure(fig, path, dpi=120)
 
 
-def leaderboard_id(sample: str, entries: Sequence[Entry], answer_model: str, budgets: Sequence[int],
+def leaderboard_id(sample: str, *, entries: Sequence[Entry], answer_model: str, budgets: Sequence[int],
                    judge_model: str | None, limit: int | None = None) -> str:
     names = "-".join(e.name for e in entries)
     judge = f"-j{judge_model.split('/')[-1]}" if judge_model else ""
@@ -335,43 +335,54 @@ def leaderboard_id(sample: str, entries: Sequence[Entry], answer_model: str, bud
                 f"{judge}-{names}")
 
 
-def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budgets: str | Sequence[int] | None = None,
-                    answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
-                    top_k: int | None = None, out: str | Path | None = None, log: Callable[[str], None] = print,
-                    imported: Sequence[str] = (), limit: int | None = None, **run_options: Any) -> LeaderboardResult:
-    """Run (or reuse) every system at every budget and write the leaderboard (see module doc); ``limit``: only
-    the first N questions of each sample (runs of their own, as ``run --limit`` makes them).
+def retrievals(budgets: str | Sequence[int | Retrieval] | None) -> list[Retrieval]:
+    """One :class:`~locomo_kit.settings.Retrieval` per budget: ``"500,1000"``, ``[500, 1000]`` (each a budget of at
+    most 100 memories), or the retrievals themselves; none given: the default budget (1,000 tokens)."""
+    if budgets is None or isinstance(budgets, (str, int)):
+        return [Retrieval(context_budget=b) for b in parse_budgets(budgets) or [DEFAULT_CONTEXT_BUDGET]]
+    given = list(budgets)
+    if given and all(isinstance(b, Retrieval) for b in given):
+        return given
+    return [Retrieval(context_budget=b) for b in parse_budgets(given) or [DEFAULT_CONTEXT_BUDGET]]
 
-    ``run_options`` go to :func:`~locomo_kit.pipeline.stages.run_all` unchanged (``judge_runs``, ``llm_base_url``,
-    ``judge_base_url``, ``calls``, ``timeout``, ``progress``, ``dataset_path`` …): the same for every system.
+
+def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
+                    budgets: str | Sequence[int | Retrieval] | None = None, answerer: Answerer | str | None = None,
+                    judge: Judge | str | None = None, imported: Sequence[str] = (), out: str | Path | None = None,
+                    calls: CallSettings | None = None) -> LeaderboardResult:
+    """Run (or reuse) every system at every budget and write the leaderboard (see module doc).
+
+    ``budgets``: context budgets (``"500,1000"``) or one :class:`~locomo_kit.settings.Retrieval` per run (a top-k
+    cap); ``answerer`` and ``judge`` are the same for every system (``answerer.limit``: only the first N
+    questions of each sample, runs of their own, as ``run --limit`` makes them); ``calls``: as
+    :func:`~locomo_kit.pipeline.stages.run_all` takes them (its ``log`` says what is run).
     """
 
     entries = parse_systems(systems)
-    budgets = parse_budgets(budgets) or [1000]
+    wanted = {r.context_budget: r for r in retrievals(budgets)}  # one run per budget
+    answerer, judge = as_answerer(answerer), as_judge(judge)
     elsewhere = imported_rows(imported)  # checked before any work: each must be an imported, scored run
-    answer_model = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL)
-    protocol = judge_protocol if judge_model else None
+    answerer = replace(answerer, model=resolve_auto(answerer.model, DEFAULT_ANSWER_MODEL))
+    protocol = judge.protocol if judge.active else None
+    log = calls.log if calls else print
     outcomes: list[SystemOutcome] = []
-    dataset_path = run_options.get("dataset_path")
     for entry in entries:
         outcome = SystemOutcome(entry)
         outcomes.append(outcome)
         log(f"== {entry.spec} ==")
 
         def config_run(budget: int, entry: Entry = entry) -> RunFolder:
-            k, b = retrieval(top_k, budget)
-            return resolve_run(run_config(sample, answer_model=answer_model, top_k=k, context_budget=b, limit=limit,
-                                          **entry.run_kwargs()))
+            return resolve_run(run_config(sample, system=entry.system(), retrieval=wanted[budget], answerer=answerer))
 
         def run_one(budget: int, entry: Entry = entry):
-            k, b = retrieval(top_k, budget)
-            return run_all(sample, answer_model=answer_model, judge_model=judge_model, judge_protocol=judge_protocol,
-                           top_k=k, context_budget=b, log=log, limit=limit, **entry.run_kwargs(), **run_options)
+            return run_all(sample, system=entry.system(), retrieval=wanted[budget], answerer=answerer, judge=judge,
+                           calls=calls)
 
         try:
             if entry.name not in ("memworker", "claude-mem"):
                 resolve(entry.name)  # its adapter and packages, before any work: a missing one says what to install
-            outcome.runs = run_budgets(budgets, run_one, config_run, protocol, log, sample, dataset_path)
+            outcome.runs = run_budgets(list(wanted), run_one=run_one, config_run=config_run, judge_protocol=protocol,
+                                       log=log, sample=sample)
         except KeyboardInterrupt:
             raise
         except Exception as exc:
@@ -384,10 +395,14 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
             if o.entry.worker_url != "embedded":
                 label += f" at {o.entry.worker_url}"
             rows.append(measured_row(label, r.run, r.ok))
-    folder = Path(out) if out else outputs_dir() / "leaderboards" / leaderboard_id(sample, entries, answer_model,
-                                                                                  budgets, judge_model, limit)
-    paths = write_leaderboard(folder, rows, outcomes, sample, answer_model, judge_model, protocol, budgets, elsewhere)
-    return LeaderboardResult(folder, rows, outcomes, paths, all(o.ok for o in outcomes) and bool(rows))
+    budget_list = list(wanted)
+    folder = Path(out) if out else outputs_dir() / "leaderboards" / leaderboard_id(
+        sample, entries=entries, answer_model=answerer.model, budgets=budget_list, judge_model=judge.model,
+        limit=answerer.limit)
+    paths = write_leaderboard(folder=folder, rows=rows, outcomes=outcomes, sample=sample, answer_model=answerer.model,
+                              judge_model=judge.model, protocol=protocol, budgets=budget_list, elsewhere=elsewhere)
+    return LeaderboardResult(folder=folder, rows=rows, systems=outcomes, paths=paths,
+                             ok=all(o.ok for o in outcomes) and bool(rows))
 
 
 def questions_across(rows: list[dict[str, Any]], folder: Path) -> CrossRuns | None:
@@ -477,8 +492,8 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
         paths["figure"] = png
         md += ["![leaderboard](leaderboard.png)", ""]
     if len(budgets) > 1 and rows:
-        curve = write_curve(curve_points([(r["system"], RunFolder(r["run_id"])) for r in rows]), folder,
-                            f"Accuracy against context: {sample}, {answer_model}")
+        curve = write_curve(curve_points([(r["system"], RunFolder(r["run_id"])) for r in rows]), folder=folder,
+                            title=f"Accuracy against context: {sample}, {answer_model}")
         paths["curve"] = curve["figure"]
         md += ["## Accuracy against context", "", "![accuracy against context](curve.png)", ""]
     paths["markdown"].write_text("\n".join(md), encoding="utf-8")

@@ -62,11 +62,6 @@ def embedded_embedder() -> str:
     return os.environ.get("LOCOMO_EMBEDDER", "minilm")
 
 
-def default_ingest_id(sample: str, mode: str, worker_url: str) -> str:
-    """Deterministic, so that every run on the same sample, mode and Worker reuses one ingestion."""
-    return slug(f"{sample}-{mode}-{worker_slug(worker_url)}")
-
-
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that changes a run's results. Its :meth:`run_id` names the run folder.
