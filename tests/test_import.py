@@ -13,9 +13,11 @@ from import_helpers import PUBLISHED, published_copy
 
 from locomo_kit.cli import main
 from locomo_kit.llm import ScriptedLLM
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.pipeline.judge_bank import published_rates, run_judge_bank
 from locomo_kit.reports.imported_board import SECTION, imported_lines, imported_rows
 from locomo_kit.runs import RunFolder
+from locomo_kit.settings import Judge
 
 COGNEE = [f"cognee/locomo_metrics_conv{i}_hybrid_completion_20_20_20_run0.json" for i in range(10)]
 
@@ -149,8 +151,8 @@ def test_the_judge_bank_reports_acceptance_per_class_beside_the_published_rates(
         label = "WRONG" if candidates[(question, answer)] == "specific-wrong" else "CORRECT"
         return json.dumps({"explanation": "scripted", "label": label})
 
-    result = run_judge_bank("fake/scripted", "mem0", bank=files[0], runs=3, llm=ScriptedLLM(reply),
-                            out=tmp_path / "bank-out", report_md=files[1], log=lambda *_: None)
+    result = run_judge_bank(Judge("fake/scripted", protocol="mem0", runs=3, llm=ScriptedLLM(reply)), bank=files[0],
+                            out=tmp_path / "bank-out", report_md=files[1], calls=CallSettings(log=lambda *_: None))
     rates = result["rates"]
     assert rates["correct"]["k"] == 80 and rates["specific-wrong"]["k"] == 0 and rates["vague-topical-wrong"]["k"] == 80
     assert rates["specific-wrong"]["high"] < 5 and result["failed"] == 0

@@ -27,7 +27,7 @@ def test_the_systems_list_is_checked_before_any_work():
     entries = parse_systems("memworker, bm25,claude-mem=http://127.0.0.1:37777")
     assert [e.spec for e in entries] == ["memworker", "bm25", "claude-mem=http://127.0.0.1:37777"]
     named = parse_systems("mcp:server-memory,mcp:profiles/mine.toml,mypackage.adapter:MySystem")  # found when run
-    assert [e.run_kwargs()["system"] for e in named] == ["mcp:server-memory", "mcp:profiles/mine.toml",
+    assert [e.system().name for e in named] == ["mcp:server-memory", "mcp:profiles/mine.toml",
                                                          "mypackage.adapter:MySystem"]
     for bad, why in (("memworker,nosuch", "unknown memory system 'nosuch'"), ("bm25,bm25", "named twice"),
                      ("claude-mem", "needs its Worker's URL"), ("bm25=http://x", "runs without a URL"), (" , ", "no system")):

@@ -12,10 +12,14 @@ import pytest
 
 from locomo_kit.cli import main
 from locomo_kit.llm import ScriptedLLM
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.pipeline.stages import run_judge, run_report
 from locomo_kit.reports import baselines
 from locomo_kit.scoring.locomo_f1 import locomo_f1
 from locomo_kit.scoring.mem0_f1 import mem0_f1
+from locomo_kit.settings import Judge
+
+QUIET = CallSettings(progress=False)
 
 
 def test_every_baseline_cell_has_a_source_and_a_category_id():
@@ -90,7 +94,7 @@ def test_judged_report_places_j_beside_mem0_only_for_the_mem0_protocol(reported_
     run = reported_run
     labels = iter(["CORRECT", "WRONG"] * 1000)
     llm = ScriptedLLM(lambda s, p: json.dumps({"label": next(labels)}), model="judge-x")
-    run_judge(run, "mem0", runs=2, llm=llm, progress=False)
+    run_judge(run, judge=Judge(protocol="mem0", runs=2, llm=llm), calls=QUIET)
     # each question's first run scores 60 and its second 80, whatever order the call pool takes them in
     calls_per_prompt: Counter = Counter()
     lock = threading.Lock()
@@ -100,8 +104,8 @@ def test_judged_report_places_j_beside_mem0_only_for_the_mem0_protocol(reported_
             calls_per_prompt[prompt] += 1
             return json.dumps({"score": 60 if calls_per_prompt[prompt] % 2 else 80})
 
-    run_judge(run, "playbook", runs=2, llm=ScriptedLLM(alternate, model="judge-y"), progress=False)
-    report, _, summary = run_report(run, "conv-26")
+    run_judge(run, judge=Judge(runs=2, llm=ScriptedLLM(alternate, model="judge-y")), calls=QUIET)
+    report, _, summary = run_report(run, sample="conv-26")
     text = report.read_text()
     assert "| Mem0 (Mem0 paper) | 67.13 | 55.51 | 51.15 | 72.93 | 66.88 |" in text
     overall = next(r for r in summary["judge"]["playbook"] if r["category"] == "overall")

@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from locomo_kit.llm import ScriptedLLM
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.pipeline.stages import load, run_judge, run_report
 from locomo_kit.reports.comparison import compare, write_comparison
 from locomo_kit.reports.html import Rendered, render_markdown, render_page
 from locomo_kit.reports.questions import question_rows
 from locomo_kit.runs import RunFolder
+from locomo_kit.settings import Judge
 
 
 class _Refs(HTMLParser):
@@ -118,9 +120,9 @@ def test_judge_runs_and_their_explanations_reach_the_explorer(report_runs, tmp_p
     copy = RunFolder("judged", root=tmp_path)
     shutil.copytree(source.path, copy.path)
     reply = iter([json.dumps({"explanation": f"reason {i}", "label": "CORRECT" if i % 3 else "WRONG"}) for i in range(10_000)])
-    run_judge(copy, "mem0", runs=2, llm=ScriptedLLM(lambda s, p: next(reply), model="judge-x"), progress=False,
-              calibration_size=0)
-    run_report(copy, "conv-26")
+    judge = Judge(protocol="mem0", runs=2, calibration_size=0, llm=ScriptedLLM(lambda s, p: next(reply), model="judge-x"))
+    run_judge(copy, judge=judge, calls=CallSettings(progress=False))
+    run_report(copy, sample="conv-26")
     data = explorer_data((copy.path / "report.html").read_text(encoding="utf-8"))
     assert data["judge_protocols"] == ["mem0"]
     row = data["rows"][0]

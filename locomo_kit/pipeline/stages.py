@@ -165,7 +165,7 @@ def run_answer(sample: str = "conv-26", *, system: SystemSpec | ResolvedSystem |
     spec = config.answer_model
     if spec == "extractive" and source == "full-context":
         raise ValueError("full-context answering needs an LLM answerer: pass --answer-model anthropic/<model> "
-                         "or openai/<model> (with --llm-base-url)")
+                         "or openai/<model> (with --answer-base-url)")
     llm = answerer.llm
     if llm is None and spec != "extractive":
         llm = make_llm(spec, base_url=answerer.base_url, cache_path=llm_cache_path(), timeout=answerer.timeout)

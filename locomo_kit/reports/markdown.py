@@ -245,7 +245,8 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
         lines += _table(["category", "n", "J %", "95% CI"], rows)
     if not mem0_rows and not pb_rows and not strict_rows:
         lines += ["Not judged: no judge model was available (set `ANTHROPIC_API_KEY`, or pass `--judge-model "
-                  "openai/<model> --llm-base-url …`). J needs an LLM; the F1 scores above do not.", ""]
+                  "openai/<model> --judge-base-url …` to `locomo-kit score`). J needs an LLM; the F1 scores above "
+                  "do not.", ""]
 
     lines += calibration_section(s)
     lat = s["latency_ms"]
