@@ -15,14 +15,17 @@ configuration through the same settings objects, so the same options name the sa
     lk.export(run, "csv")
     lk.compare([run.run_id, other_run.run_id])                   # paired, per category, with intervals
 
-Each stage takes its subject (a sample, or a run) by position and the rest by keyword. Nothing here spends
-money unless a paid model is named.
+Each stage takes its subject (a sample, or a run) by position and the rest by keyword: the settings objects
+``SystemSpec``, ``Retrieval``, ``Answerer``, ``Judge`` (:mod:`locomo_kit.settings`) and ``CallSettings``
+(concurrency, rate limits, spending, progress bars, where console lines go). Nothing here spends money unless
+a paid model is named.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.pipeline.stages import load, run_all, run_config
 from locomo_kit.pipeline.stages import run_answer as answer
@@ -35,6 +38,6 @@ from locomo_kit.reports.export_rows import export_run as export
 from locomo_kit.runs import RunConfig, RunFolder
 from locomo_kit.settings import Answerer, Judge, Retrieval, SystemSpec
 
-__all__ = ["Answerer", "Judge", "Outcome", "Retrieval", "RunConfig", "RunFolder", "StageFailed", "SystemSpec",
+__all__ = ["Answerer", "CallSettings", "Judge", "Outcome", "Retrieval", "RunConfig", "RunFolder", "StageFailed", "SystemSpec",
            "__version__", "answer", "compare", "export", "ingest", "judge", "load", "report", "run_all", "run_config",
            "score"]
