@@ -394,13 +394,13 @@ def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
             label = _label(r.run.manifest(), o.entry.name)
             if o.entry.worker_url != "embedded":
                 label += f" at {o.entry.worker_url}"
-            rows.append(measured_row(label, r.run, r.ok))
+            rows.append(measured_row(label, run=r.run, ok=r.ok))
     budget_list = list(wanted)
     folder = Path(out) if out else outputs_dir() / "leaderboards" / leaderboard_id(
         sample, entries=entries, answer_model=answerer.model, budgets=budget_list, judge_model=judge.model,
         limit=answerer.limit)
-    paths = write_leaderboard(folder=folder, rows=rows, outcomes=outcomes, sample=sample, answer_model=answerer.model,
-                              judge_model=judge.model, protocol=protocol, budgets=budget_list, elsewhere=elsewhere)
+    paths = write_leaderboard(folder, rows=rows, outcomes=outcomes, sample=sample, answer_model=answerer.model,
+                              judge=judge, budgets=budget_list, elsewhere=elsewhere)
     return LeaderboardResult(folder=folder, rows=rows, systems=outcomes, paths=paths,
                              ok=all(o.ok for o in outcomes) and bool(rows))
 
@@ -424,10 +424,11 @@ def leaderboard_html(markdown: Path, title: str) -> Path:
     return write_html(markdown.parent / "report.html", render_page(title, body, None, kind="compare"))
 
 
-def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[SystemOutcome], sample: str,
-                      answer_model: str, judge_model: str | None, protocol: str | None,
-                      budgets: Sequence[int], elsewhere: Sequence[dict[str, Any]] = ()) -> dict[str, Path]:
+def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: list[SystemOutcome], sample: str,
+                      answer_model: str, judge: Judge, budgets: Sequence[int],
+                      elsewhere: Sequence[dict[str, Any]] = ()) -> dict[str, Path]:
     """``leaderboard.md``, ``.csv``, ``.json``, ``.png`` (and ``curve.*`` with several budgets) in ``folder``."""
+    judge_model, protocol = (judge.model, judge.protocol) if judge.active else (None, None)
     folder.mkdir(parents=True, exist_ok=True)
     paired = paired_rows(rows) if rows else []
     quoted = quoted_rows()

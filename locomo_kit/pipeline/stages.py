@@ -74,7 +74,7 @@ def _for_source(system: SystemSpec | ResolvedSystem | str | None, answerer: Answ
     return resolve_system(spec if answerer.source == "memory" else replace(spec, options=None))
 
 
-def _config(sample: str, system: ResolvedSystem, retrieval: Retrieval, answerer: Answerer) -> RunConfig:
+def _config(sample: str, *, system: ResolvedSystem, retrieval: Retrieval, answerer: Answerer) -> RunConfig:
     spec = resolve_auto(answerer.spec, DEFAULT_ANSWER_MODEL)
     version = AnswerConfig(source=answerer.source, answer_model=spec, top_k=retrieval.top_k).prompt_version
     fields = ({"worker_url": "none", "mode": "none", "system": None} if answerer.source == "oracle"
@@ -91,7 +91,7 @@ def run_config(sample: str = "conv-26", *, system: SystemSpec | str | None = Non
     """The configuration these settings describe, whose :meth:`~locomo_kit.runs.RunConfig.run_id` names the run
     (``auto`` is resolved here; the oracle source uses no system)."""
     answerer = as_answerer(answerer)
-    return _config(sample, _for_source(system, answerer), retrieval or Retrieval(), answerer)
+    return _config(sample, system=_for_source(system, answerer), retrieval=retrieval or Retrieval(), answerer=answerer)
 
 
 def resolve_run(config: RunConfig, *, run_id: str | None = None) -> RunFolder:
@@ -161,7 +161,7 @@ def run_answer(sample: str = "conv-26", *, system: SystemSpec | ResolvedSystem |
     if source == "memory":
         check_query_strategy(resolved.name, strategy)  # before anything is done
     conversations, sha = load(sample, dataset_path=dataset_path)
-    config = _config(sample, resolved, retrieval, answerer)
+    config = _config(sample, system=resolved, retrieval=retrieval, answerer=answerer)
     spec = config.answer_model
     if spec == "extractive" and source == "full-context":
         raise ValueError("full-context answering needs an LLM answerer: pass --answer-model anthropic/<model> "
@@ -365,7 +365,7 @@ def run_all(sample: str = "conv-26", *, system: SystemSpec | str | None = None, 
                 preflight(llm)
     outcomes: list[Outcome] = []
     resolved = _for_source(system, answerer)
-    run = resolve_run(_config(sample, resolved, retrieval, answerer), run_id=run_id)
+    run = resolve_run(_config(sample, system=resolved, retrieval=retrieval, answerer=answerer), run_id=run_id)
     if answerer.source == "memory":
         check_query_strategy(resolved.name, retrieval.query_strategy)  # refused before anything is ingested
         if run_id and not resolved.spec.ingest_id:  # a run of one's own holds its own ingestion
