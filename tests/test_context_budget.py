@@ -60,10 +60,14 @@ def test_auto_says_what_it_chose(monkeypatch, capsys):
 
 
 def test_budget_is_the_default_and_top_k_alone_means_top_k():
-    assert retrieval_options(ns()) == (100, 1000)
-    assert retrieval_options(ns(top_k=8)) == (8, None)
-    assert retrieval_options(ns(context_budget=500)) == (100, 500)
-    assert retrieval_options(ns(context_budget=500, top_k=5)) == (5, 500)
+    def read(args):
+        r = retrieval_options(args)
+        return r.top_k, r.context_budget
+
+    assert read(ns()) == (100, 1000)
+    assert read(ns(top_k=8)) == (8, None)
+    assert read(ns(context_budget=500)) == (100, 500)
+    assert read(ns(context_budget=500, top_k=5)) == (5, 500)
     with pytest.raises(CliError, match="positive"):
         retrieval_options(ns(context_budget=0))
     args = build_parser().parse_args(["answer", "--context-budget", "750"])
