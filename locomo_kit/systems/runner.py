@@ -85,9 +85,6 @@ class ResolvedSystem:
         """The command that ingests ``sample`` into this system."""
         return f"locomo-kit ingest --sample {sample}" + ("" if self.worker else f" --system {self.name}")
 
-    def cls(self) -> type[MemorySystem]:
-        return registry.resolve(self.name)
-
     @contextmanager
     def open(self, folder: RunFolder, *, ingest: bool = False) -> Iterator[MemorySystem]:
         """The system opened on ``folder`` (its store is the ingestion folder itself), checked healthy."""
