@@ -17,7 +17,7 @@ Nothing here spends money unless a paid model is named.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place the version is written: pyproject.toml reads it from here
 
 from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.pipeline.stages import load, retrieval, run_all, run_config

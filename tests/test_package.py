@@ -4,24 +4,86 @@ run there from a folder of its own, offline; a plugin package that depends on ``
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 import locomo_kit
 from locomo_kit.data_fetch import fetch_audit
 
-pytestmark = pytest.mark.integration  # pip installs the declared dependencies from the package index (minutes)
+slow = pytest.mark.integration  # pip installs the declared dependencies from the package index (minutes)
 
 ROOT = Path(__file__).resolve().parents[1]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+# imported only where an extra or a system's own environment provides it (hostloop: the kit's host scripts' own)
+NOT_CORE = {"bm25s", "mem0", "mempalace", "mcp", "pytest", "hostloop"}
 PLUGIN = ROOT / "tests" / "fixtures" / "overlap_plugin"
 MAKE_RUN_ID = "conv-26-transcript-embedded-minilm-extractive-b1000-6f085058"  # what `make run` prints
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirements(lines: list[str]) -> dict[str, Requirement]:
+    return {canonical(r.name): r for r in map(Requirement, lines)}
+
+
+def test_the_pinned_set_lies_within_the_declared_ranges() -> None:
+    """requirements.txt (what `make setup` installs and the tests run on) satisfies pyproject.toml's ranges."""
+    pinned = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            pinned[canonical(name.strip())] = version.strip()
+    declared = requirements(PROJECT["dependencies"] + [r for extra in PROJECT["optional-dependencies"].values()
+                                                       for r in extra])
+    missing = [name for name in declared if name not in pinned and name not in ("bm25s",)]
+    assert missing == []
+    outside = [f"{name}=={pinned[name]} not in {r}" for name, r in declared.items()
+               if name in pinned and not r.specifier.contains(pinned[name], prereleases=True)]
+    assert outside == []
+    assert "version" not in PROJECT and PROJECT["dynamic"] == ["version"]  # one place: locomo_kit.__version__
+
+
+def test_every_third_party_import_of_the_kit_and_memworker_is_declared() -> None:
+    """Each package that locomo_kit/ or memworker/ imports comes with a declared dependency (or one of its own
+    requirements), unless only an extra or a system's own environment provides it."""
+    closure: set[str] = set()
+    todo = [canonical(Requirement(r).name) for r in PROJECT["dependencies"]]
+    while todo:
+        name = todo.pop()
+        if name in closure:
+            continue
+        closure.add(name)
+        for line in importlib.metadata.distribution(name).requires or []:
+            r = Requirement(line)
+            if r.marker is None or r.marker.evaluate({"extra": ""}):
+                todo.append(canonical(r.name))
+    owners = importlib.metadata.packages_distributions()
+    undeclared = set()
+    for package in ("locomo_kit", "memworker"):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+                for top in {n.split(".")[0] for n in names} - set(sys.stdlib_module_names) - NOT_CORE:
+                    if top in ("locomo_kit", "memworker"):
+                        continue
+                    if not {canonical(d) for d in owners.get(top, [])} & closure:
+                        undeclared.add(f"{top} ({path.relative_to(ROOT)})")
+    assert sorted(undeclared) == []
 
 
 def git_files() -> list[str]:
@@ -63,6 +125,7 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return env_dir
 
 
+@slow
 def test_the_wheel_holds_every_file_of_both_packages(wheel: Path) -> None:
     """Templates, prices, the catalogue, the shipped MCP profiles, memworker's tokenizer: whatever git holds
     under locomo_kit/ and memworker/ is in the wheel (a new data file must be declared in pyproject.toml)."""
@@ -75,6 +138,7 @@ def test_the_wheel_holds_every_file_of_both_packages(wheel: Path) -> None:
     assert "Requires-Dist: httpx" in meta and "Provides-Extra: bm25" in meta
 
 
+@slow
 def test_installed_outside_the_checkout_it_imports_and_runs_make_runs_run(venv: Path, tmp_path: Path,
                                                                          dataset_path: Path) -> None:
     work = tmp_path / "work"
@@ -99,11 +163,15 @@ def test_installed_outside_the_checkout_it_imports_and_runs_make_runs_run(venv: 
     out = run(str(bin_dir / "locomo-kit"), "run", "--sample", "conv-26").stdout
     folder = work / "outputs" / "runs" / MAKE_RUN_ID
     assert f"report:  {folder / 'report.md'}" in out, out[-2000:]
-    for name in ("report.md", "report.html", "scores.json", "manifest.json"):
+    for name in ("report.md", "report.html", "answers.jsonl", "scores.jsonl", "manifest.json"):
         assert (folder / name).is_file(), name
+    assert len((folder / "scores.jsonl").read_text().splitlines()) == 152  # conv-26's questions of categories 1-4
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["git_commit"] is None  # an installed kit has no checkout to name
     assert "official F1" in out
 
 
+@slow
 def test_a_plugin_that_depends_on_the_kit_installs_beside_it(venv: Path, wheel: Path, tmp_path: Path) -> None:
     """tests/fixtures/overlap_plugin declares ``locomo-kit``: pip finds it installed, and the kit finds the plugin."""
     assert '"locomo-kit' in (PLUGIN / "pyproject.toml").read_text()
