@@ -153,9 +153,11 @@ def kept_note(dest: Path, source: str, expected_sha256: str, origin: str) -> str
         src = Path(source).expanduser()
         if src.is_file() and sha256_file(src) == expected_sha256:
             return f"note: {dest} was already there and verified; {origin} ({src}) is the same pinned file, so nothing was copied"
-        why = "is not a file" if not src.is_file() else f"has sha256 {sha256_file(src)}, not the pinned {expected_sha256}"
-        return (f"note: {dest} was already there and verified, so {origin} was not read (add --force to copy it "
-                f"again); {src} {why}, so --force would refuse it")
+        if not src.is_file():
+            return (f"note: {dest} was already there and verified, so {origin} was not read (add --force to copy it "
+                    f"again); {src} is not a file, so --force would refuse it")
+        return (f"note: {dest} was already there and verified, so {origin} was not used; {src} has sha256 "
+                f"{sha256_file(src)}, not the pinned {expected_sha256}, so --force would refuse it")
     return f"note: {dest} was already there and verified, so {origin} was not read (add --force to copy it again)"
 
 

@@ -125,8 +125,8 @@ def test_cli_says_what_became_of_locomo_source_when_data_holds_the_verified_file
     monkeypatch.setenv("LOCOMO_SOURCE", str(other))
     assert main(["data", "fetch"]) == 0  # the verified copy stays, and the user hears why their file was not used
     out = capsys.readouterr().out
-    assert (f"so LOCOMO_SOURCE was not read (add --force to copy it again); {other} has sha256 "
-            f"{sha256_file(other)}, not the pinned {LOCOMO_SHA256}, so --force would refuse it") in out
+    assert (f"so LOCOMO_SOURCE was not used; {other} has sha256 {sha256_file(other)}, not the pinned {LOCOMO_SHA256}, "
+            "so --force would refuse it") in out
     monkeypatch.setenv("LOCOMO_SOURCE", str(tmp_path / "missing.json"))
     assert main(["data", "fetch"]) == 0
     assert f"{tmp_path / 'missing.json'} is not a file, so --force would refuse it" in capsys.readouterr().out
