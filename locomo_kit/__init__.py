@@ -23,7 +23,7 @@ a paid model is named.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place the version is written: pyproject.toml reads it from here
 
 from locomo_kit.llm.execute import CallSettings
 from locomo_kit.outcome import Outcome, StageFailed

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from locomo_kit.paths import PROJECT_ROOT, data_dir, default_dataset_path
+from locomo_kit.paths import data_dir, default_dataset_path
 
 LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
@@ -135,16 +135,30 @@ def default_audit_path() -> Path:
 
 
 def default_audit_source() -> str:
-    """``LOCOMO_AUDIT_SOURCE``; else a copy beside a local ``LOCOMO_SOURCE``, or in ``../shared/data``
-    beside the checkout (the developers' and CI's layout); else the pinned URL."""
+    """``LOCOMO_AUDIT_SOURCE``; else a copy beside a local ``LOCOMO_SOURCE``; else the pinned URL."""
     if os.environ.get("LOCOMO_AUDIT_SOURCE"):
         return os.environ["LOCOMO_AUDIT_SOURCE"]
-    candidates = []
     dataset_source = os.environ.get("LOCOMO_SOURCE")
     if dataset_source and not _is_url(dataset_source):
-        candidates.append(Path(dataset_source).expanduser().parent / AUDIT_FILE)
-    candidates.append(PROJECT_ROOT.parent / "shared" / "data" / AUDIT_FILE)
-    return next((str(c) for c in candidates if c.is_file()), AUDIT_URL)
+        beside = Path(dataset_source).expanduser().parent / AUDIT_FILE
+        if beside.is_file():
+            return str(beside)
+    return AUDIT_URL
+
+
+def kept_note(dest: Path, source: str, expected_sha256: str, origin: str) -> str:
+    """What to tell a user whose ``source`` (named by ``origin``: an option or a variable) went unused because
+    ``dest`` already held the verified pinned file: the same file, or a source that was not read (and why)."""
+    if not _is_url(source):
+        src = Path(source).expanduser()
+        if src.is_file() and sha256_file(src) == expected_sha256:
+            return f"note: {dest} was already there and verified; {origin} ({src}) is the same pinned file, so nothing was copied"
+        if not src.is_file():
+            return (f"note: {dest} was already there and verified, so {origin} was not read (add --force to copy it "
+                    f"again); {src} is not a file, so --force would refuse it")
+        return (f"note: {dest} was already there and verified, so {origin} was not used; {src} has sha256 "
+                f"{sha256_file(src)}, not the pinned {expected_sha256}, so --force would refuse it")
+    return f"note: {dest} was already there and verified, so {origin} was not read (add --force to copy it again)"
 
 
 def fetch_audit(dest: Path | None = None, source: str | None = None, *, force: bool = False,

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from import_helpers import PUBLISHED, published_copy
+from import_helpers import published, published_copy
 
 from locomo_kit.cli import main
 from locomo_kit.llm import ScriptedLLM
@@ -118,8 +118,7 @@ def test_the_leaderboard_keeps_imported_runs_in_their_own_section(imports):
 
 
 def test_a_catalogue_entry_is_copied_pinned_and_imported(tmp_path, monkeypatch, dataset_path, capsys):
-    if not PUBLISHED.is_dir():
-        pytest.skip(f"{PUBLISHED} is absent")
+    published()  # skips without the published outputs
     monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
     monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path / "data"))
     (tmp_path / "data").mkdir()

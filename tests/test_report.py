@@ -22,6 +22,15 @@ from locomo_kit.settings import Judge
 QUIET = CallSettings(progress=False)
 
 
+def test_every_quoted_row_cites_its_source_by_url():
+    """The leaderboard's quoted rows (papers, projects' own claims) each name a public URL to check them against."""
+    from locomo_kit.pipeline.leaderboard import quoted_rows
+
+    rows = quoted_rows()
+    assert rows and all(re.search(r"https://\S+", r["source"]) for r in rows), [r["source"] for r in rows]
+    assert not any(re.search(r"issue #?\d", r["source"]) for r in rows)
+
+
 def test_every_baseline_cell_has_a_source_and_a_category_id():
     cells = list(baselines.cells())
     assert len(cells) > 60

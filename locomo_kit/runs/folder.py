@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator
 
-from locomo_kit.paths import PROJECT_ROOT, outputs_dir
+from locomo_kit.paths import checkout, outputs_dir
 
 TRACKED_PACKAGES = ("locomo-kit", "httpx", "anthropic", "openai", "nltk", "numpy", "pandas", "papermill")
 
@@ -146,8 +146,12 @@ def ingestion_folder(ingest_id: str) -> "RunFolder":
 
 
 def git_commit() -> str | None:
+    """The checkout's commit; None for an installed kit or without git."""
+    root = checkout()
+    if root is None:
+        return None
     try:
-        out = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5)
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
