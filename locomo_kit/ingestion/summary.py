@@ -47,9 +47,9 @@ class IngestSummary:
     skipped: int  # sessions already done in an earlier run
     aborted: str | None = None  # why ingestion stopped before the last session
     not_attempted: int = 0  # sessions left out because ingestion stopped
+    noun: str = "observations"  # what the system stores per session, as the lines name it (its stored_noun)
     compression: dict | None = None  # what the compressor kept (locomo_kit.scoring.compression.measure)
     notes: list[str] = field(default_factory=list)  # worth a line, not a failure
-    noun: str = "observations"  # what the system stores per session, as the lines name it (its stored_noun)
 
     @property
     def ingested(self) -> list[SessionResult]:

@@ -78,7 +78,8 @@ MEM0_LATENCY = [
 # Session-level retrieval claims other projects publish for LoCoMo, in their own units (see
 # locomo_kit.scoring.session_recall for the same units measured here). Kept apart from all_baselines():
 # they are retrieval figures over all five categories, not answer scores.
-SESSION_CLAIMS_SOURCE = "the projects' own published LoCoMo figures (not re-derived here)"
+SESSION_CLAIMS_SOURCE = ("the projects' own published LoCoMo figures as cited in locomo-kit issue #20 "
+                         "(not re-derived here)")
 SESSION_RECALL_CLAIMS = [
     Baseline("MemPalace", "session_recall", {"session_recall@10": 60.3}, SESSION_CLAIMS_SOURCE,
              "session R@10 over all five categories; chance about 37%"),
