@@ -306,7 +306,7 @@ TEXT_SUFFIXES = {"", ".py", ".md", ".toml", ".json", ".ipynb", ".txt", ".j2", ".
 SKIPPED_DIRS = {"__pycache__", "node_modules", ".venv", ".pytest_cache"}
 # written in pieces, so that this file does not match its own patterns
 ISSUE_NUMBER = re.compile(r"\b(?:issue|pull request)s?\s*" + "#?" + r"\d+\b|\(" + "#" + r"\d+\)", re.I)
-SHARED_PATH = re.compile(r"\.\./" + "shared" + r"\b|parent\s*/\s*[\"']" + "shared" + r"[\"']")
+SHARED_PATH = re.compile(r"\.\./" + "shared/" + r"|parent\s*/\s*[\"']" + "shared" + r"[\"']")  # a path into it
 # the one place that may point at the developers' shared data folder: CI's script, setting LOCOMO_* variables
 SHARED_PATH_ALLOWED = {".ci/run", "tests/conftest.py"}
 
