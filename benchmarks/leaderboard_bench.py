@@ -12,7 +12,7 @@ bench's outputs folder (``outputs/bench/leaderboard-runs/leaderboards/…``).
         [--context-budget 1000] [--keep]
 
 ``--keep`` reuses the bench's outputs folder instead of emptying it (times then exclude what was reused).
-Its target: the five offline systems on all 10 conversations in at most 30 minutes on two cores.
+The issue's target: the five offline systems on all 10 conversations in at most 30 minutes here.
 """
 
 from __future__ import annotations
