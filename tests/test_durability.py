@@ -45,7 +45,7 @@ def test_every_acknowledged_observation_is_fsynced_before_its_answer(tmp_path):
 
 
 def test_with_synchronous_normal_the_same_acknowledgements_are_not_fsynced(tmp_path):
-    """The setting the issue found (and what this suite would catch): no fsync for N acknowledgements."""
+    """The setting memworker once had (and what this suite would catch): no fsync for N acknowledgements."""
     (tmp_path / "normal").mkdir()
     per_ack = _ack_syncs(tmp_path / "normal", "NORMAL")
     assert len(per_ack) == N

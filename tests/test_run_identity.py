@@ -1,4 +1,4 @@
-"""One run is one configuration, and a run that failed never looks like a result (issue 10).
+"""One run is one configuration, and a run that failed never looks like a result.
 
 Each test is one of the failures a new user met: reports describing another configuration,
 failed stages exiting 0 over an old report, a different Worker on the same URL reusing old

@@ -29,6 +29,9 @@ def test_bm25_run_names_the_system_and_reuses_its_index(capsys, tmp_path):
     out = capsys.readouterr().out
     report = report_of(out)
     assert report.parent.name.startswith("conv-30-bm25-0.3.16-extractive-b1000-")
+    # the console names what bm25 stores (turns), and no Worker's queue or index wait
+    assert "turns stored per session: min" in out
+    assert "observations" not in out and "read-your-writes" not in out
     text = report.read_text()
     head = text.split("## 1.")[0]
     assert "bm25 0.3.16, extractive, context budget 1,000 tokens" in head

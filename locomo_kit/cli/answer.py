@@ -10,8 +10,8 @@ from locomo_kit.pipeline.stages import run_answer
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    ans = sub.add_parser("answer", help="answer every question from the Worker's memories (resumable)",
-                         description="Answer each question from the memories the Worker retrieves (or the full "
+    ans = sub.add_parser("answer", help="answer every question from the memory system's memories (resumable)",
+                         description="Answer each question from the memories the memory system retrieves (or the full "
                          "conversation), appending to answers.jsonl; a rerun skips answered questions.")
     add_worker_options(ans)
     add_answer_options(ans)

@@ -11,11 +11,12 @@ from locomo_kit.pipeline.stages import load, run_ingest
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    ing = sub.add_parser("ingest", help="ingest conversations into a Worker (resumable)",
-                         description="Ingest LoCoMo conversations into a Worker over the claude-mem API. "
+    ing = sub.add_parser("ingest", help="ingest conversations into a memory system (resumable)",
+                         description="Ingest LoCoMo conversations into the memory system (--system; a Worker over "
+                         "the claude-mem API). "
                          "Resumable: a rerun skips sessions already ingested.")
     add_worker_options(ing, run_id=False)
-    ing.add_argument("--force", action="store_true", help="forget the project in the Worker and ingest again")
+    ing.add_argument("--force", action="store_true", help="forget the conversations in the memory system and ingest again")
     add_session_timeout_option(ing)
     ing.add_argument("--poll-interval", type=positive_float, default=3.0, help="longest pause between queue polls (3 s)")
     add_consistency_option(ing)

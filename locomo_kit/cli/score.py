@@ -26,7 +26,7 @@ LLM_BASE_URL = ("--llm-base-url names the answerer's server (answer, run); score
 def add_parser(sub: argparse._SubParsersAction) -> None:
     sc = sub.add_parser("score", help="score saved answers (F1s, diagnostics) and optionally judge them",
                         description="Score a run's saved answers: official LoCoMo F1, Mem0 F1 and BLEU-1, retrieval "
-                        "diagnostics; with --judge-model also LLM-as-a-Judge. Never queries the Worker.")
+                        "diagnostics; with --judge-model also LLM-as-a-Judge. Never queries the memory system.")
     add_worker_options(sc)
     add_answer_options(sc, server=False)
     add_source_options(sc)
