@@ -60,7 +60,7 @@ def test_a_budgeted_run_labels_its_retrieval_by_the_budget(reported_run):
               if s["gold_key"] == "original" and s["category"] != 5 and s["evidence_coverage"].get("@1") is not None]
     text = (run.path / "report.md").read_text()
     assert f"evidence within the 1,000-token context: {100 * statistics.mean(recall):.1f}%" in text
-    assert "all (within 1,000 tokens)" in text and "| context budget | 1,000 tokens |" in text
+    assert "all (within 1,000 tokens)" in text and "| kit retrieval: context budget | 1,000 tokens |" in text
     assert "top 100" not in text and "in the top 8" not in text
     assert "context budget 1,000 tokens (≤ 100 memories)" in run.manifest()["config_label"]
     examples = text[text.index("### Category"):text.index("## 7.")]

@@ -20,6 +20,7 @@ import mistune
 from markupsafe import Markup
 from mistune.renderers.html import HTMLRenderer
 
+from locomo_kit.paths import write_atomic
 from locomo_kit.reports.questions import question_rows
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -106,10 +107,7 @@ def render_page(title: str, body: Rendered, explorer: dict[str, Any] | None = No
 
 
 def write_html(path: Path, text: str) -> Path:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_atomic(path, text)
 
 
 def write_report_html(report_md: Path, explorer: dict[str, Any], title: str, subtitle: str = "") -> Path:

@@ -18,6 +18,7 @@ from typing import Any
 
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
 from locomo_kit.imported.identity import IMPORT_FILE, SOURCE_PROTOCOL, imported
+from locomo_kit.paths import write_atomic
 from locomo_kit.reports.html import write_run_html
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder, utc_now
@@ -349,9 +350,7 @@ def build_imported_report(run: RunFolder, conversations: list[Conversation],
               f"{_f(f1['overall']['mean'])}% [{_f(f1['overall']['ci_low'])}, {_f(f1['overall']['ci_high'])}].", ""]
     lines += imported_sections(run, s, conversations, order)
     path = run.path / "report.md"
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "\n".join(lines))
     html = write_run_html(run, conversations, path)
     run.update_manifest(report={"written_at": utc_now(), "path": str(path), "html": str(html)})
     return path, [], s

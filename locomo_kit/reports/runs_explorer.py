@@ -22,6 +22,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
+from locomo_kit.paths import write_atomic
 from locomo_kit.reports.figures import save_figure
 from locomo_kit.reports.flips import flip_counts, flip_lines
 from locomo_kit.reports.html import TEMPLATES, render_markdown, render_page
@@ -64,10 +65,7 @@ def write_runs_page(markdown: Path, html: Path, title: str, table: dict[str, Any
     page = render_page(title, body, None, subtitle, kind="compare", section=render_section(table),
                        section_nav=(SECTION_ID, "Questions across runs"),
                        section_script=(TEMPLATES / "runs_explorer.js").read_text(encoding="utf-8"))
-    tmp = html.with_suffix(html.suffix + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(html)
-    return html
+    return write_atomic(html, page)
 
 
 OUTCOME_COLORS = ("#FFFFFF", "#55A868", "#DD8452", "#C44E52", "#B0B0B0")  # not answered, right, 3 kinds of wrong
