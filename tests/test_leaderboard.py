@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from locomo_kit.cli import main
-from locomo_kit.pipeline.leaderboard import QUOTED, LeaderboardError, parse_systems
+from locomo_kit.pipeline.leaderboard import LeaderboardError, parse_systems
 from locomo_kit.reports.comparison import compare
+from locomo_kit.reports.leaderboard_page import QUOTED
 from locomo_kit.reports.runs_explorer import page_payload
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder

@@ -29,6 +29,7 @@ from locomo_kit.costs import cost
 from locomo_kit.dataset import CATEGORY_NAMES
 from locomo_kit.imported.identity import coverage_lines, coverage_notes, imported_coverage
 from locomo_kit.reports.figures import save_figure
+from locomo_kit.reports.numbers import num, signed, signed_interval
 from locomo_kit.reports.question_table import RunRef
 from locomo_kit.reports.runs_explorer import cross_runs, write_runs_page
 from locomo_kit.reports.system_facts import system_label
@@ -258,21 +259,16 @@ def statements(result: dict[str, Any]) -> list[str]:
                 continue
             verdict = ("**distinguishable**" if c["verdict"] == "distinguishable"
                        else "**not distinguishable** (the 95% interval contains 0)")
-            out.append(f"{head} {_signed(c['diff'])} points [{_signed(c['ci_low'])}, {_signed(c['ci_high'])}]: {verdict}; "
-                       f"the smallest difference this sample could detect is {c['mdd']:.1f} points.")
+            out.append(f"{head} {signed(c['diff'])} points {signed_interval(c['ci_low'], c['ci_high'])}: {verdict}; "
+                       f"the smallest difference this sample could detect is {num(c['mdd'])} points.")
     return out
 
 
-def _signed(v: float) -> str:
-    text = f"{v:+.1f}"
-    return "0.0" if float(text) == 0 else text
+UNIT_DIGITS = {"$": 5, "tokens": 0, "s": 3}  # digits after the point per unit; points: 1
 
 
 def _fmt(v: float | None, unit: str) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    text = {"$": f"{v:.5f}", "tokens": f"{v:,.0f}", "s": f"{v:.3f}"}.get(unit, f"{v:.1f}")
-    return text[1:] if text.startswith("-") and float(text.replace(",", "")) == 0 else text
+    return num(v, UNIT_DIGITS.get(unit, 1))
 
 
 def table_lines(result: dict[str, Any]) -> list[str]:

@@ -26,6 +26,7 @@ from locomo_kit.paths import write_atomic
 from locomo_kit.reports.figures import save_figure
 from locomo_kit.reports.flips import flip_counts, flip_lines
 from locomo_kit.reports.html import TEMPLATES, render_markdown, render_page
+from locomo_kit.reports.numbers import num
 from locomo_kit.reports.question_table import RunRef, build_question_table, correct_vector
 
 SECTION_ID = "questions-across-runs"
@@ -108,7 +109,7 @@ def agreement_figure(table: dict[str, Any], path: Path, gold: str = "original", 
     for i in range(len(runs)):
         vec = [v for v in correct_vector(table, i, gold) if v is not None]
         acc = 100 * sum(vec) / len(vec) if vec else float("nan")
-        ax.text(1.005, (len(runs) - 1 - i + 0.5) / len(runs), f"{acc:.1f}% right", transform=ax.transAxes,
+        ax.text(1.005, (len(runs) - 1 - i + 0.5) / len(runs), f"{num(acc)}% right", transform=ax.transAxes,
                 fontsize=7, va="center")
     fig.legend(handles=[Patch(facecolor=c, edgecolor="#888888", label=label)
                         for c, label in zip(OUTCOME_COLORS, OUTCOME_LABELS)],
