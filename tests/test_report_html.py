@@ -13,9 +13,9 @@ import pytest
 
 from locomo_kit.llm import ScriptedLLM
 from locomo_kit.pipeline.stages import load, run_judge, run_report
+from locomo_kit.reports import questions
 from locomo_kit.reports.comparison import compare, write_comparison
 from locomo_kit.reports.html import Rendered, render_markdown, render_page
-from locomo_kit.reports.questions import question_rows
 from locomo_kit.runs import RunFolder
 
 
@@ -80,7 +80,7 @@ def test_the_explorer_data_is_the_run_folders_records(report_runs, dataset_path)
     run = report_runs.default
     conversations, _ = load("conv-26")
     data = explorer_data((run.path / "report.html").read_text(encoding="utf-8"))
-    assert data == json.loads(json.dumps(question_rows(run, conversations)))
+    assert data == json.loads(json.dumps(questions.explorer_data(run, conversations)))
     rows = data["rows"]
     assert len(rows) == 152 and data["gold_keys"] == ["original", "audited"]
     answers = {(a["sample_id"], a["question_index"]): a for a in map(json.loads, (run.path / "answers.jsonl").open())}
