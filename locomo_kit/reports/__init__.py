@@ -27,14 +27,15 @@ from locomo_kit.reports.leaderboard_page import (
                                            write_leaderboard,
 )
 from locomo_kit.reports.markdown import build_report
+from locomo_kit.reports.overview import category_table, report_lines
 from locomo_kit.reports.pending import pending_calls
 from locomo_kit.reports.question_table import RunRef, build_question_table, question_frame
 from locomo_kit.reports.runs_explorer import cross_runs, write_runs_page
 from locomo_kit.reports.summary import summarize_run
 
-__all__ = ["CompareError", "RunRef", "build_question_table", "build_report", "compare", "comparison_figure",
+__all__ = ["CompareError", "RunRef", "build_question_table", "build_report", "category_table", "compare", "comparison_figure",
            "console_lines", "cross_runs", "curve_points", "export_run", "find_run", "flip_counts", "flip_lines",
            "leaderboard_lines", "mcnemar_exact", "paired_lines", "paired_rows", "parse_runs", "pending_calls",
-           "question_frame", "question_rows", "questions_across", "quoted_lines", "quoted_rows", "run_summary",
+           "question_frame", "question_rows", "questions_across", "quoted_lines", "quoted_rows", "report_lines", "run_summary",
            "save_figure", "statements", "summarize_run", "table_lines", "write_comparison", "write_curve",
            "write_figures", "write_leaderboard", "write_runs_page"]
