@@ -253,7 +253,7 @@ def statements(result: dict[str, Any]) -> list[str]:
         if row["category"] != "overall" or row["unit"] != "points":
             continue
         for c in row["comparisons"]:
-            head = f"{c['run']} vs {c['baseline']}, {row['label']} over {row['n']} shared questions:"
+            head = f"{c['run']} vs {c['baseline']}, {row['label']} over {num(row['n'])} shared questions:"
             if c["verdict"] == "identical":
                 out.append(f"{head} identical on every question.")
                 continue
@@ -283,7 +283,7 @@ def table_lines(result: dict[str, Any]) -> list[str]:
     lines = [f"Runs: {legend}.", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in result["rows"]:
         cells = [f"{row['category']} {row['name']}" if row["category"] != "overall" else "overall", row["label"],
-                 str(row["n"])] + [_fmt(m, row["unit"]) for m in row["means"]]
+                 num(row["n"])] + [_fmt(m, row["unit"]) for m in row["means"]]
         for c in row["comparisons"]:
             cells += [f"{_fmt(c['diff'], row['unit'])} [{_fmt(c['ci_low'], row['unit'])}, {_fmt(c['ci_high'], row['unit'])}]",
                       _fmt(c["mdd"], row["unit"]), c["verdict"]]
@@ -341,7 +341,7 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
           f"MDD (minimal detectable difference): {result['method']['mdd']}.", ""]
     md += coverage_lines(runs)  # answered elsewhere: what each imported run's file covers, before any number
     md += ["## Runs", ""] + [f"- **{r['run_id']}**: {r['label']}; config {r['config']['config_key']}, "
-                             f"{r['questions']} questions" for r in runs] + [""]
+                             f"{num(r['questions'])} questions" for r in runs] + [""]
     md += ["## Verdict", ""] + [f"- {s}" for s in statements(result)] + [f"- {n}" for n in result["notes"]] + [""]
     md += ["## Paired table", ""] + table_lines(result) + ["", f"![paired differences]({png.name})", ""]
     md += across.lines

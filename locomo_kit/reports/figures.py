@@ -127,7 +127,7 @@ def per_conversation(rows: list[dict], path: Path) -> Path:
     ax.set_ylabel("official F1 (%)")
     ax.set_title("Official F1 per conversation")
     for i, r in enumerate(rows):
-        ax.text(i, r["locomo_f1"] + 0.5, f"{num(r['locomo_f1'])}\n(n={r['questions']})", ha="center", fontsize=8)
+        ax.text(i, r["locomo_f1"] + 0.5, f"{num(r['locomo_f1'])}\n(n={num(r['questions'])})", ha="center", fontsize=8)
     ax.set_ylim(0, max([r["locomo_f1"] for r in rows] + [10]) * 1.3)
     return save_figure(fig, path, label=_WHO["label"])
 

@@ -12,7 +12,7 @@ import math
 from itertools import combinations
 from typing import Any, Iterable, Sequence
 
-from locomo_kit.reports.numbers import p_value, signed, signed_interval
+from locomo_kit.reports.numbers import num, p_value, signed, signed_interval
 from locomo_kit.reports.question_table import correct_vector
 from locomo_kit.scoring.aggregate import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_bootstrap
 
@@ -78,7 +78,7 @@ def flip_lines(flips: list[dict[str, Any]], table: dict[str, Any]) -> list[str]:
              "| first | second | n | both right | right only in the first | right only in the second | both wrong "
              "| accuracy second − first [95% CI] | McNemar exact p |", "|---|---|---|---|---|---|---|---|---|"]
     for f in flips:
-        lines.append(f"| {f['run_a']} | {f['run_b']} | {f['n']} | {f['both']} | {f['only_a']} | {f['only_b']} | "
-                     f"{f['neither']} | {signed(f['diff'])} {signed_interval(f['ci_low'], f['ci_high'])} | "
-                     f"{p_value(f['mcnemar_p'])} |")
+        counts = " | ".join(num(f[k]) for k in ("n", "both", "only_a", "only_b", "neither"))
+        lines.append(f"| {f['run_a']} | {f['run_b']} | {counts} | {signed(f['diff'])} "
+                     f"{signed_interval(f['ci_low'], f['ci_high'])} | {p_value(f['mcnemar_p'])} |")
     return lines + [""]

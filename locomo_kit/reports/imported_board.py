@@ -94,7 +94,7 @@ def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
              "J (kit) % | answerer | run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         kit = "; ".join(f"{p} {num(v)}" for p, v in sorted(r["j_kit"].items())) or "–"
-        lines.append(f"| {r['system']} | {r['coverage']} | {r['questions']} | {num(r['locomo_f1'])} | {num(r['mem0_f1'])} | "
+        lines.append(f"| {r['system']} | {r['coverage']} | {num(r['questions'])} | {num(r['locomo_f1'])} | {num(r['mem0_f1'])} | "
                      f"{num(r['answer_words'])} | {num(r['j_source'])} | {num(r['claim'])} | {kit} | {r['answerer']} | "
                      f"`{r['run_id']}` |")
     paired = imported_paired(rows)
@@ -102,7 +102,7 @@ def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
     if paired:
         lines += ["Paired differences of official F1 between imported runs over the same questions (paired bootstrap "
                   "95% interval):", "", "| system | against | n | difference [95% CI] | verdict |", "|---|---|---|---|---|"]
-        lines += [f"| {p['system']} | {p['baseline']} | {p['n']} | {signed(p['diff'])} "
+        lines += [f"| {p['system']} | {p['baseline']} | {num(p['n'])} | {signed(p['diff'])} "
                   f"{signed_interval(p['ci_low'], p['ci_high'])} | {p['verdict']} |" for p in paired] + [""]
     else:
         lines += ["No two imported runs answer the same questions: no paired difference is shown.", ""]

@@ -191,7 +191,7 @@ def paired_lines(paired: list[dict[str, Any]]) -> list[str]:
         return ["Only one system has results: no paired difference to show.", ""]
     lines = ["| budget | system | against | metric | n | difference [95% CI] | MDD | verdict |", "|---|---|---|---|---|---|---|---|"]
     for p in paired:
-        lines.append(f"| {p['budget']:,} | {p['system']} | {p['baseline']} | {p['metric']} | {p['n']} | "
+        lines.append(f"| {num(p['budget'])} | {p['system']} | {p['baseline']} | {p['metric']} | {num(p['n'])} | "
                      f"{signed(p['diff'])} [{signed(p['ci_low'])}, {signed(p['ci_high'])}] | {num(p['mdd'])} | "
                      f"{p['verdict']} |")
     return lines + [""]
