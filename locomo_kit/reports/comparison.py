@@ -30,13 +30,12 @@ from locomo_kit.dataset import CATEGORY_NAMES
 from locomo_kit.imported.identity import coverage_lines, coverage_notes, imported_coverage
 from locomo_kit.reports.figures import save_figure
 from locomo_kit.reports.numbers import num, signed, signed_interval
+from locomo_kit.reports.question_records import run_questions
 from locomo_kit.reports.question_table import RunRef
 from locomo_kit.reports.runs_explorer import cross_runs, write_runs_page
 from locomo_kit.reports.system_facts import system_label
 from locomo_kit.runs import RunFolder, known_runs, runs_root
-from locomo_kit.runs.records import load_answers, load_judgements, load_scores
 from locomo_kit.scoring.aggregate import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_bootstrap
-from locomo_kit.scoring.gold_judging import audited_config_key
 from locomo_kit.scoring.judge import SENTINEL
 
 Z_ALPHA, Z_POWER = 1.959963984540054, 0.8416212335729143  # two-sided 5%, 80% power
@@ -121,28 +120,28 @@ def load_run(run: str | Path, gold: str = "original") -> RunData:
     if gold not in ("original", "audited"):
         raise CompareError(f"gold must be original or audited, got {gold!r}")
     folder = find_run(run)
-    answers = load_answers(folder)
-    if not answers:
+    read = run_questions(folder)  # the one read of a run's questions (the export and the explorers use it too)
+    if not read.questions:
         raise CompareError(f"{folder.path}: no answers to compare")
-    key = answers[0]["config_key"]
-    scores = {(s["sample_id"], int(s["question_index"])): s for s in load_scores(folder, key, gold)}
-    missing = [a for a in answers if (a["sample_id"], int(a["question_index"])) not in scores]
+    answers = [q.answer for q in read.questions]
+    key = read.config_key
+    missing = [q for q in read.questions if gold not in q.scores]
     if missing:
         how = "`locomo-kit score --gold both`" if gold == "audited" else "`locomo-kit score`"
         raise CompareError(f"{folder.path}: {len(missing)} of {len(answers)} answers are not scored under the {gold} "
                            f"gold key: run {how} on it first")
-    manifest = folder.manifest()
+    manifest = read.manifest
     data = RunData(folder.run_id, folder.path, _label(manifest, answers, folder.run_id),
                    {"config_key": key, "answerer": answers[0].get("answerer"), "top_k": answers[0].get("top_k"),
                     "context_budget": answers[0].get("context_budget"),
                     "source": answers[0].get("source"), "worker": manifest.get("worker", {}),
                     "parameters": manifest.get("parameters", {}),
                     "imported": imported_coverage(manifest)})
-    for a in answers:
+    for question in read.questions:
+        a, q = question.answer, question.key
         if int(a["category"]) == 5:
             continue
-        q = (a["sample_id"], int(a["question_index"]))
-        s = scores[q]
+        s = question.scores[gold]
         recall = _recall(s)
         tokens = (a.get("input_tokens") or 0) + (a.get("output_tokens") or 0)
         usd = cost(a["answerer"], a.get("input_tokens") or 0, a.get("output_tokens") or 0) if a["answerer"] != "extractive" else 0.0
@@ -152,19 +151,15 @@ def load_run(run: str | Path, gold: str = "original") -> RunData:
             "latency_s": ((a.get("search_latency_ms") or 0) + (a.get("answer_latency_ms") or 0)) / 1000,
             "tokens": float(tokens), "cost_usd": usd,
         }
-    changed = {q for q, s in scores.items() if s.get("gold_changed")}
-    for j in load_judgements(folder):
-        q = (j["sample_id"], int(j["question_index"]))
-        wanted = audited_config_key(key) if q in changed else key  # changed only under the audited key
-        if j["answer_config_key"] != wanted:
-            continue
-        valid = [r["score"] for r in j["runs"] if r["score"] != SENTINEL]
-        if q not in data.per_question or not valid:
-            continue
-        column = f"J {j['protocol']} ({j['judge_model']}, {j['prompt_version']})"  # one judge setup per column
-        data.judges[column] = (j["protocol"], j["judge_model"], j["prompt_version"], j["n_runs"])
-        scale = 1 if j["protocol"] == "playbook" else 100
-        data.per_question[q][column] = scale * statistics.mean(valid)
+        # a question whose gold answer the audit changed is judged under the audited key; the others keep theirs
+        for j in question.judgements["audited" if s.get("gold_changed") else "original"]:
+            valid = [r["score"] for r in j["runs"] if r["score"] != SENTINEL]
+            if not valid:
+                continue
+            column = f"J {j['protocol']} ({j['judge_model']}, {j['prompt_version']})"  # one judge setup per column
+            data.judges[column] = (j["protocol"], j["judge_model"], j["prompt_version"], j["n_runs"])
+            scale = 1 if j["protocol"] == "playbook" else 100
+            data.per_question[q][column] = scale * statistics.mean(valid)
     return data
 
 
