@@ -1,8 +1,9 @@
 """The one read of a run's questions: per answered question, its answer record, its score under each gold key
 and its judgements under each gold key. Every per-question view derives from it: the export's flat rows
 (:func:`locomo_kit.reports.export_rows.question_rows`), the question explorer of ``report.html``
-(:func:`locomo_kit.reports.questions.explorer_data`) and, through the explorer's rows, the cross-run table of
-``compare`` and the leaderboard (:mod:`locomo_kit.reports.question_table`)."""
+(:func:`locomo_kit.reports.questions.explorer_data`), through the explorer's rows the cross-run table of
+``compare`` and the leaderboard (:mod:`locomo_kit.reports.question_table`), and the per-question metrics that
+``compare`` pairs (:func:`locomo_kit.reports.comparison.load_run`)."""
 
 from __future__ import annotations
 
