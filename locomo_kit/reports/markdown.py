@@ -250,7 +250,7 @@ def judge_section(s: dict) -> list[str]:
         lines += markdown_table(["category", "n", "J %", "95% CI"], rows)
     if not mem0_rows and not pb_rows and not strict_rows:
         lines += ["Not judged: no judge model was available (set `ANTHROPIC_API_KEY`, or pass `--judge-model "
-                  "openai/<model> --llm-base-url …`). J needs an LLM; the F1 scores above do not.", ""]
+                  "openai/<model> --judge-base-url …`). J needs an LLM; the F1 scores above do not.", ""]
     return lines + calibration_section(s)
 
 
