@@ -84,6 +84,7 @@ def test_report_numbers_are_recomputed_from_records(reported_run, dataset):
         assert row and float(row.group(cat)) == pytest.approx(100 * mf, abs=0.051)
     assert "1 conversation(s), 152 questions" in text and "not comparable" in text
     assert "compared here by id" in text and "Not judged" in text
+    assert "--judge-base-url" in text and "--llm-base-url" not in text  # the option `score` takes for a judge's server
 
 
 def test_judged_report_places_j_beside_mem0_only_for_the_mem0_protocol(reported_run, dataset):
