@@ -262,18 +262,10 @@ def leaderboard_html(markdown: Path, title: str) -> Path:
     return write_html(markdown.parent / "report.html", render_page(title, body, None, kind="compare"))
 
 
-def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: Sequence[Any], sample: str,
-                      answer_model: str, judge_model: str | None, protocol: str | None,
-                      budgets: Sequence[int], elsewhere: Sequence[dict[str, Any]] = ()) -> dict[str, Path]:
-    """``leaderboard.md``, ``.csv``, ``.json``, ``.png``, ``report.html`` (and ``curve.*`` with several budgets) in
-    ``folder``. ``outcomes``: one per system, in order, as :class:`locomo_kit.pipeline.leaderboard.SystemOutcome`
-    holds it (``entry``, ``runs``, ``error``, ``ok``)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    paired = paired_rows(rows) if rows else []
-    quoted = quoted_rows()
+def failure_lines(outcomes: Sequence[Any], rows: list[dict[str, Any]]) -> list[str]:
+    """The banners at the top: which systems failed or are partial (and why), or that nothing was measured."""
     failed = [o for o in outcomes if not o.ok]
-    title = f"LoCoMo leaderboard: {sample}, answered by {answer_model}" + (f", judged by {judge_model}" if judge_model else "")
-    md = [f"# {title}", ""]
+    md = []
     if failed:
         md += ["> **Not every system has a complete result:** " + "; ".join(
             f"**{o.entry.spec}** " + (f"failed ({o.error})" if o.error else
@@ -285,16 +277,71 @@ def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: Seq
             "(what is done is reused).", ""]
     if not rows:
         md += ["> **No system produced a result: nothing below is measured.**", ""]
+    return md
+
+
+def footing_lines(rows: list[dict[str, Any]], *, sample: str, answer_model: str, judge_model: str | None,
+                  protocol: str | None, budgets: Sequence[int]) -> list[str]:
+    """What every system shared: the questions, the answerer, the budgets and the judge."""
     questions = sorted({r["questions"] for r in rows})
-    md += [f"Written {utc_now()}. Every system answered the same questions ({', '.join(map(str, questions)) or '–'} "
-           f"per run, categories 1-4, sample {sample}) with the same answerer ({answer_model}), the same context "
-           f"budget{'s' if len(budgets) > 1 else ''} ({', '.join(f'{b:,}' for b in sorted(budgets))} tokens, characters/4, "
-           "results cut best first when a system has no budget of its own) and "
-           + (f"the same judge ({judge_model}, {protocol} protocol)." if judge_model else "no judge (F1 only).")
-           + " Each row is one run (its own report under outputs/runs/).", ""]
+    md = [f"Written {utc_now()}. Every system answered the same questions ({', '.join(map(str, questions)) or '–'} "
+          f"per run, categories 1-4, sample {sample}) with the same answerer ({answer_model}), the same context "
+          f"budget{'s' if len(budgets) > 1 else ''} ({', '.join(f'{b:,}' for b in sorted(budgets))} tokens, characters/4, "
+          "results cut best first when a system has no budget of its own) and "
+          + (f"the same judge ({judge_model}, {protocol} protocol)." if judge_model else "no judge (F1 only).")
+          + " Each row is one run (its own report under outputs/runs/).", ""]
     if answer_model == "extractive":
         md += ["> Answered by the **extractive floor** (rules, no LLM): F1 measures the pipeline, not what an LLM "
                "answerer would make of the context. The retrieval columns do not depend on the answerer.", ""]
+    return md
+
+
+def systems_lines(outcomes: Sequence[Any]) -> list[str]:
+    """Each system with its identity as it reported it, and its runs (or why it failed)."""
+    md = ["## Systems", "", "Each system with its identity as it reported it (name, version, the settings that change "
+          "what it stores or finds), and its runs.", ""]
+    for o in outcomes:
+        if o.error:
+            md.append(f"- **{o.entry.spec}**: FAILED: {o.error}")
+        if o.runs:
+            m = o.runs[0].run.manifest()
+            ident = m.get("system") or m.get("worker") or {}
+            runs = ", ".join(f"`{r.run.run_id}`" + (" (reused)" if r.reused else "") for r in o.runs)
+            off = switched_off(m)
+            md.append(f"- **{run_label(m, o.entry.name)}** ({ident.get('url') or o.entry.worker_url}): runs {runs}; "
+                      + (f"switched off offline: {'; '.join(off)}; " if off else "")
+                      + f"settings `{json.dumps(ident.get('settings') or {}, sort_keys=True, default=str)}`")
+    return md + [""]
+
+
+def csv_text(rows: list[dict[str, Any]], outcomes: Sequence[Any], quoted: list[dict[str, Any]]) -> str:
+    """``leaderboard.csv``: the measured rows, the failed systems, the quoted rows."""
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow(r)
+    for o in outcomes:
+        if o.error:
+            writer.writerow({"system": o.entry.spec, "status": "FAILED", "note": o.error})
+    for q in quoted:
+        writer.writerow({**q, "status": "quoted"})
+    return text.getvalue()
+
+
+def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: Sequence[Any], sample: str,
+                      answer_model: str, judge_model: str | None, protocol: str | None,
+                      budgets: Sequence[int], elsewhere: Sequence[dict[str, Any]] = ()) -> dict[str, Path]:
+    """``leaderboard.md``, ``.csv``, ``.json``, ``.png``, ``report.html`` (and ``curve.*`` with several budgets) in
+    ``folder``. ``outcomes``: one per system, in order, as :class:`locomo_kit.pipeline.leaderboard.SystemOutcome`
+    holds it (``entry``, ``runs``, ``error``, ``ok``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paired = paired_rows(rows) if rows else []
+    quoted = quoted_rows()
+    title = f"LoCoMo leaderboard: {sample}, answered by {answer_model}" + (f", judged by {judge_model}" if judge_model else "")
+    md = [f"# {title}", ""] + failure_lines(outcomes, rows)
+    md += footing_lines(rows, sample=sample, answer_model=answer_model, judge_model=judge_model, protocol=protocol,
+                        budgets=budgets)
     md += ["## Measured here", ""] + leaderboard_lines(rows) + [""]
     md += ["Evidence recall within budget: share of a question's evidence turns in the context the answerer saw; "
            "recall@10: among the first 10 results (spans for a system that packs its own budget); session R@10 and "
@@ -308,20 +355,7 @@ def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: Seq
     md += [f"## Published ({QUOTED})", "",
            "Other harnesses, other answerers (gpt-4o-mini), judges, retrieval depths and question mixes: set beside "
            "the table for orientation only, never compared with it.", ""] + quoted_lines(quoted)
-    md += ["## Systems", "", "Each system with its identity as it reported it (name, version, the settings that change "
-           "what it stores or finds), and its runs.", ""]
-    for o in outcomes:
-        if o.error:
-            md.append(f"- **{o.entry.spec}**: FAILED: {o.error}")
-        if o.runs:
-            m = o.runs[0].run.manifest()
-            ident = m.get("system") or m.get("worker") or {}
-            runs = ", ".join(f"`{r.run.run_id}`" + (" (reused)" if r.reused else "") for r in o.runs)
-            off = switched_off(m)
-            md.append(f"- **{run_label(m, o.entry.name)}** ({ident.get('url') or o.entry.worker_url}): runs {runs}; "
-                      + (f"switched off offline: {'; '.join(off)}; " if off else "")
-                      + f"settings `{json.dumps(ident.get('settings') or {}, sort_keys=True, default=str)}`")
-    md.append("")
+    md += systems_lines(outcomes)
     across = questions_across(rows, folder)
     if across:
         md += across.lines
@@ -342,17 +376,7 @@ def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: Seq
         paths["html"] = write_runs_page(paths["markdown"], folder / "report.html", title, across.table)
     else:
         paths["html"] = leaderboard_html(paths["markdown"], title)
-    text = io.StringIO(newline="")
-    writer = csv.DictWriter(text, fieldnames=CSV_FIELDS, extrasaction="ignore")
-    writer.writeheader()
-    for r in rows:
-        writer.writerow(r)
-    for o in outcomes:
-        if o.error:
-            writer.writerow({"system": o.entry.spec, "status": "FAILED", "note": o.error})
-    for q in quoted:
-        writer.writerow({**q, "status": "quoted"})
-    write_atomic(paths["csv"], text.getvalue())
+    write_atomic(paths["csv"], csv_text(rows, outcomes, quoted))
     write_atomic(paths["json"], json.dumps({"title": title, "sample": sample, "answerer": answer_model,
                                          "judge": judge_model, "protocol": protocol, "budgets": list(budgets),
                                          "rows": rows, "paired": paired, "quoted": quoted,
@@ -360,6 +384,7 @@ def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: Seq
                                                                 for r in elsewhere],
                                          "flips": across.flips if across else [],
                                          "flip_basis": across.table["basis"] if across else None,
-                                         "failed": [{"system": o.entry.spec, "error": o.error} for o in failed]},
+                                         "failed": [{"system": o.entry.spec, "error": o.error}
+                                                    for o in outcomes if not o.ok]},
                                         indent=2, default=str))
     return paths
