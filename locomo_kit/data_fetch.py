@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import httpx
 
-from locomo_kit.paths import data_dir, default_dataset_path
+from locomo_kit.paths import data_dir, default_dataset_path, replacing
 
 LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
@@ -74,11 +73,7 @@ def _fetch_pinned(dest: Path, source: str, expected_sha256: str, force: bool, ti
             f"{dest} exists but its sha256 does not match the pinned {expected_sha256}. "
             "Delete it or run `locomo-kit data fetch --force`."
         )
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.stem}.", suffix=".part", dir=dest.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    with replacing(dest) as tmp:  # nothing is written unless the whole file arrives with the pinned sha256
         if _is_url(source):
             _download(source, tmp, timeout, env_var, name)
         else:
@@ -94,12 +89,6 @@ def _fetch_pinned(dest: Path, source: str, expected_sha256: str, force: bool, ti
             raise DataFetchError(
                 f"{source} has sha256 {got}, expected {expected_sha256}: not the pinned {what}. Nothing was written."
             )
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make the data readable by its owner only
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
     return dest
 
 

@@ -39,7 +39,7 @@ def test_each_top_k_is_its_own_run_with_its_own_report(capsys):
     assert paths[0] == paths[2] and paths[0] != paths[1]
     for path, k in zip(paths, (4, 8, 4)):
         text = Path(path).read_text()
-        assert f"| top_k | {k} |" in text and f"top_k {k}" in text.split("## Run facts")[0]
+        assert f"| kit retrieval: top_k | {k} |" in text and f"top_k {k}" in text.split("## Run facts")[0]
         manifest = json.loads((Path(path).parent / "manifest.json").read_text())
         assert manifest["config"]["top_k"] == k and manifest["answer"]["top_k"] == k
         answers = [json.loads(l) for l in (Path(path).parent / "answers.jsonl").read_text().splitlines()]

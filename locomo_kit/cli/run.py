@@ -27,7 +27,8 @@ from locomo_kit.cli.options import (
     add_worker_options,
 )
 from locomo_kit.paths import outputs_dir
-from locomo_kit.pipeline.budgets import curve_points, run_budgets, write_curve
+from locomo_kit.pipeline.budgets import run_budgets
+from locomo_kit.reports.curve import curve_points, write_curve
 from locomo_kit.runs import slug, worker_slug
 
 

@@ -25,6 +25,7 @@ from locomo_kit.llm import make_llm
 from locomo_kit.llm.execute import CallSettings
 from locomo_kit.paths import outputs_dir
 from locomo_kit.pipeline.stages import llm_cache_path
+from locomo_kit.reports.numbers import num
 from locomo_kit.runs import RunFolder, slug, utc_now
 from locomo_kit.runs.records import load_judgements
 from locomo_kit.scoring.aggregate import wilson_ci
@@ -160,7 +161,7 @@ def run_judge_bank(judge: Judge | str, *, bank: str | Path | None = None, report
 def _pct(r: dict | None) -> str:
     if not r or r.get("rate") is None:
         return "–"
-    return f"{r['k']}/{r['n']}, {r['rate']:.1f}% ({r['low']:.1f} to {r['high']:.1f})"
+    return f"{r['k']}/{r['n']}, {num(r['rate'])}% ({num(r['low'])} to {num(r['high'])})"
 
 
 def judge_bank_markdown(result: dict[str, Any]) -> list[str]:
@@ -176,7 +177,7 @@ def judge_bank_markdown(result: dict[str, Any]) -> list[str]:
         lines.append(f"| {cls} | {_pct(rates[cls])} | {_pct(pub.get(cls))} |")
     a = rates["agreement"]
     lines += ["", f"Agreement with the labels: {a['k']}/{a['n']}"
-              + (f" ({a['rate']:.1f}%)" if a["rate"] is not None else "") + ".", ""]
+              + (f" ({num(a['rate'])}%)" if a["rate"] is not None else "") + ".", ""]
     lines += ["Published: " + (f"REPORT.md's `{result['published']['configuration']}` configuration (gpt-4o-mini at "
                                "temperature 0, majority of three; Mem0's own prompt, which the kit's mem0 protocol "
                                "paraphrases)." if pub else "no published rates for this prompt."), ""]

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from locomo_kit.imported.identity import SOURCE_PROTOCOL, imported
 from locomo_kit.reports.comparison import compare
+from locomo_kit.reports.numbers import num, signed, signed_interval
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_scores
 
@@ -80,10 +81,6 @@ def imported_paired(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _f(v: Any, digits: int = 1) -> str:
-    return "–" if v is None else f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-
-
 def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
     """The leaderboard's section for imported runs (empty when there are none)."""
     if not rows:
@@ -96,17 +93,17 @@ def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
              "| system | coverage | n (cats 1-4) | official F1 % | Mem0 F1 % | answer words | J (source) % | claimed J % | "
              "J (kit) % | answerer | run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        kit = "; ".join(f"{p} {_f(v)}" for p, v in sorted(r["j_kit"].items())) or "–"
-        lines.append(f"| {r['system']} | {r['coverage']} | {r['questions']} | {_f(r['locomo_f1'])} | {_f(r['mem0_f1'])} | "
-                     f"{_f(r['answer_words'])} | {_f(r['j_source'])} | {_f(r['claim'])} | {kit} | {r['answerer']} | "
+        kit = "; ".join(f"{p} {num(v)}" for p, v in sorted(r["j_kit"].items())) or "–"
+        lines.append(f"| {r['system']} | {r['coverage']} | {num(r['questions'])} | {num(r['locomo_f1'])} | {num(r['mem0_f1'])} | "
+                     f"{num(r['answer_words'])} | {num(r['j_source'])} | {num(r['claim'])} | {kit} | {r['answerer']} | "
                      f"`{r['run_id']}` |")
     paired = imported_paired(rows)
     lines += [""]
     if paired:
         lines += ["Paired differences of official F1 between imported runs over the same questions (paired bootstrap "
                   "95% interval):", "", "| system | against | n | difference [95% CI] | verdict |", "|---|---|---|---|---|"]
-        lines += [f"| {p['system']} | {p['baseline']} | {p['n']} | {p['diff']:+.1f} [{p['ci_low']:+.1f}, "
-                  f"{p['ci_high']:+.1f}] | {p['verdict']} |" for p in paired] + [""]
+        lines += [f"| {p['system']} | {p['baseline']} | {num(p['n'])} | {signed(p['diff'])} "
+                  f"{signed_interval(p['ci_low'], p['ci_high'])} | {p['verdict']} |" for p in paired] + [""]
     else:
         lines += ["No two imported runs answer the same questions: no paired difference is shown.", ""]
     return lines

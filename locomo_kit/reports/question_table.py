@@ -1,7 +1,7 @@
 """Every question across several runs: one row per question, one cell per run (did it get it right, did the
 evidence reach its context, its answer, scores, judge verdicts and retrieved context).
 
-Each run's cells come from :func:`locomo_kit.reports.questions.question_rows` (the data of that run's own
+Each run's cells come from :func:`locomo_kit.reports.questions.explorer_data` (the data of that run's own
 ``report.html``), so a question reads the same in both pages. Across runs a question is *right* on one
 common basis, stated with the table: the judge, when every run was judged by the same judge setup
 (protocol, model, prompt) on every question, else official F1 ≥ 0.5. A wrong answer is *the memory lost
@@ -20,7 +20,8 @@ import pandas as pd
 from locomo_kit.dataset import Conversation, DatasetError, load_dataset
 from locomo_kit.paths import default_dataset_path
 from locomo_kit.reports.errors import CORRECT_F1, correctness, failure
-from locomo_kit.reports.questions import GOLD_KEYS, question_rows
+from locomo_kit.reports.question_records import GOLD_KEYS
+from locomo_kit.reports.questions import explorer_data
 from locomo_kit.runs import ANSWERS_FILE, RunFolder
 
 PROTOCOL_ORDER = ("mem0", "strict", "playbook")  # the judge basis preferred when several are shared
@@ -108,7 +109,7 @@ def build_question_table(runs: Sequence[RunRef], conversations: list[Conversatio
     per_run: list[dict[tuple[str, int], dict]] = []
     run_keys: list[list[str]] = []
     for ref in runs:
-        data = question_rows(ref.folder, conversations)
+        data = explorer_data(ref.folder, conversations)
         turns.update(data["turns"])
         rows = {}
         for row in data["rows"]:

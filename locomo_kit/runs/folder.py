@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator
 
-from locomo_kit.paths import checkout, outputs_dir
+from locomo_kit.paths import checkout, outputs_dir, write_atomic
 
 TRACKED_PACKAGES = ("locomo-kit", "httpx", "anthropic", "openai", "nltk", "numpy", "pandas", "papermill")
 
@@ -168,14 +168,6 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _cut_torn_tail(path: Path, fh, size: int) -> int:
     """If the file does not end with a newline, cut its last partial line; returns the new size."""
     if size == 0:
@@ -238,16 +230,9 @@ class RunFolder:
             else:
                 data[key] = value
         data["updated_at"] = utc_now()
-        tmp = self.manifest_path.with_suffix(".json.tmp")
         try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(data, indent=2, default=str))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.manifest_path)
-            _fsync_dir(self.path)
+            write_atomic(self.manifest_path, json.dumps(data, indent=2, default=str), fsync=True)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise _storage_error(self.manifest_path, exc) from None
         return data
 
