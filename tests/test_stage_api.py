@@ -51,7 +51,7 @@ def test_every_pipeline_function_takes_its_subject_by_position_and_the_rest_by_k
         count = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
         if count > MAX_PARAMETERS:
             wide.append(f"{name}: {count} parameters")
-        if (len(a.posonlyargs) + len(a.args) > 1 or a.vararg or a.kwarg):
+        if len(a.posonlyargs) + len(a.args) > 1 or a.vararg or a.kwarg:
             positional.append(f"{name}({', '.join(x.arg for x in a.posonlyargs + a.args)}, ...)")
     assert wide == [] and positional == []
 
@@ -64,11 +64,10 @@ def code_sources() -> Iterator[tuple[str, str, str | None]]:
     for path in sorted((ROOT / "scripts").iterdir()):
         if path.is_file() and path.suffix == "" and path.read_text(errors="replace").startswith("#!/usr/bin/env python"):
             yield str(path.relative_to(ROOT)), path.read_text(), None
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
-            if cell["cell_type"] == "code":
-                lines = "".join(cell["source"]).splitlines()
-                yield f"{path.name} cell {i}", "\n".join(l for l in lines if not l.lstrip().startswith(("%", "!"))), None
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):  # its code cells share one namespace: one source
+        lines = [line for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "code"
+                 for line in "".join(cell["source"]).splitlines() + [""]]
+        yield path.name, "\n".join(l for l in lines if not l.lstrip().startswith(("%", "!"))), None
 
 
 def bound_names(tree: ast.AST, module: str | None) -> dict[str, str]:
@@ -134,6 +133,13 @@ def test_no_call_into_the_pipeline_passes_three_or_more_arguments_by_position() 
             checked += 1
             if len(node.args) >= 3 or any(isinstance(a, ast.Starred) for a in node.args):
                 found.append(f"{where}:{node.lineno}: {name}(... {len(node.args)} by position)")
+            elif callable(obj) and all(k.arg for k in node.keywords):  # the call binds to the signature
+                try:
+                    inspect.signature(obj).bind(*node.args, **{k.arg: k.value for k in node.keywords})
+                except TypeError as exc:
+                    found.append(f"{where}:{node.lineno}: {name}: {exc}")
+                except ValueError:  # no signature to read (an exception class)
+                    pass
     assert found == []
     assert checked > 50  # the walk finds the calls it is about (lk.answer, run_all, the CLI's, the notebooks')
 
