@@ -44,7 +44,7 @@ from locomo_kit.reports.question_table import RunRef
 from locomo_kit.reports.runs_explorer import CrossRuns, cross_runs, write_runs_page
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder, ingestion_folder, slug, utc_now
-from locomo_kit.runs.records import INGEST_FILE
+from locomo_kit.runs.records import INGEST_FILE, run_problems
 from locomo_kit.systems.registry import resolve, spec
 
 QUOTED = "quoted, not measured here"
@@ -171,6 +171,8 @@ def measured_row(system: str, run: RunFolder, ok: bool) -> dict[str, Any]:
            "ingest_s": ingest_seconds(run), "search_p50_ms": point["search_p50_ms"],
            "search_p95_ms": point["search_p95_ms"], "context_tokens": point["context_tokens"],
            "run_id": run.run_id, "measured": "measured here"}
+    if not ok:  # why it is not a result (a system that lost writes, an incomplete ingestion), beside the row
+        row["note"] = "; ".join(run_problems(run)) or "a stage did not complete: see the run's report"
     ident = s["manifest"].get("system") or s["manifest"].get("worker") or {}
     row["settings"] = json.dumps(ident.get("settings") or {}, sort_keys=True, default=str)
     return row
@@ -256,7 +258,8 @@ def leaderboard_lines(rows: list[dict[str, Any]]) -> list[str]:
         cells = []
         for key, _ in cols:
             if key == "system":
-                cells.append(r["system"] + ("" if r["status"] == "ok" else f" (**{r['status']}**)"))
+                cells.append(r["system"] + ("" if r["status"] == "ok" else f" (**{r['status']}**"
+                                            + (f": {r['note']}" if r.get("note") else "") + ")"))
             elif key in ("session_recall@10", "session_hit@5"):
                 cells.append(f"{_f(r[key])} ({_f(r[key + '_chance'])})")
             elif key == "search_p50_ms" or key == "search_p95_ms":

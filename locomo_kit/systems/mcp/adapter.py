@@ -297,9 +297,12 @@ class MCPSystem(MemorySystem):
                 tmp = path.with_name(path.name + ".part")
                 tmp.write_text(text, encoding="utf-8")
                 os.replace(tmp, path)
+            before = self.held(cid)
             self._tool(cid, p.write, {**base, "session_file": str(path), "session_text": text})
             held = self.held(cid)
-            return SessionIngest(held, f"{p.write.tool} of {path.name}; the conversation holds {held} memories")
+            # the server acknowledges a session write without a count: what the conversation gained is what it took
+            return SessionIngest(held, f"{p.write.tool} of {path.name}; the conversation holds {held} memories",
+                                 acknowledged=max(0, held - before))
         for turn in session.turns:
             self._tool(cid, p.write, {**base, "dia_id": turn.dia_id, "speaker": turn.speaker, "text": turn.text,
                                       "line": turn_line(session, turn)})
