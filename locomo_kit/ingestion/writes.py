@@ -91,8 +91,10 @@ def check_lines(check: dict[str, Any] | None) -> list[str]:
     """The console lines of a held check: the held/acknowledged figures, and the LOST WRITES banner."""
     if not check or not check.get("conversations"):
         return []
+    counted = [r for r in check["conversations"] if r.get("held") is not None]
     lines = [f"held after ingestion: {check['held']} of {check['acknowledged']} memories acknowledged "
-             f"({check['declaration']})"]
+             f"({check['declaration']})" if counted else
+             f"held after ingestion: not counted ({check['declaration']})"]
     for r in check["conversations"]:
         if r.get("error"):
             lines.append(f"WARNING: {r['conversation']}: what it holds could not be counted: {r['error']}")

@@ -217,6 +217,9 @@ class MCPSystem(MemorySystem):
         result = call(self._host, self.name, "call", key=key, tool=tool.tool, arguments=arguments,
                       seconds=self.profile.call_timeout, timeout=self.profile.call_timeout + 60)
         if "error" in result:
+            if result.get("gone"):  # the server is gone: nothing more can be done with it now
+                self._running.discard(key)
+                raise SystemUnavailable(f"{self.name}: its MCP server stopped: {result['error']}")
             raise MemorySystemError(f"{self.name}: {result['error']}")
         if result.get("is_error"):
             message = "\n".join(result.get("text") or []) or "(no message)"
