@@ -9,12 +9,11 @@ import json
 import pytest
 
 from locomo_kit.systems import create
-from locomo_kit.systems.base import MemorySystemError
 from locomo_kit.systems.bm25 import BM25System
 from locomo_kit.systems.turn_store import session_memories
 from locomo_kit.testing.system_contract import SystemContract, contract_conversations
 
-from support.broken_systems import DropsEveryOther, ExactTextOnly, OneKeyPerSpeaker
+from support.broken_systems import CountFailsWhenEmpty, DropsEveryOther, ExactTextOnly, OneKeyPerSpeaker
 
 
 class TestBM25(SystemContract):
@@ -81,16 +80,6 @@ class WithoutTurnIds(BM25System):
         for m in found.memories:
             m.source_turns = []
         return found
-
-
-class CountFailsWhenEmpty(BM25System):
-    """Its count fails on a conversation it holds nothing of (as a count tool answering plain text would)."""
-
-    def held(self, conversation_id):
-        held = super().held(conversation_id)
-        if not held:
-            raise MemorySystemError("not JSON: 'No matching context found'")
-        return held
 
 
 def test_the_contract_names_both_numbers_of_a_lost_write(tmp_path):

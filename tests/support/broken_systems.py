@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from locomo_kit.systems.base import SessionIngest
+from locomo_kit.systems.base import MemorySystemError, SessionIngest
 from locomo_kit.systems.bm25 import BM25System
 from locomo_kit.systems.turn_store import session_memories
 
@@ -41,3 +41,13 @@ class OneKeyPerSpeaker(BM25System):
         self.turns.put([dataclasses.replace(m, dia_id=t.speaker) for m, t in zip(memories, session.turns)])
         self._index.pop(conversation.sample_id, None)
         return SessionIngest(len(memories))
+
+
+class CountFailsWhenEmpty(BM25System):
+    """Its count fails on a conversation it holds nothing of (as a count tool answering plain text would)."""
+
+    def held(self, conversation_id):
+        held = super().held(conversation_id)
+        if not held:
+            raise MemorySystemError("not JSON: 'No matching context found'")
+        return held

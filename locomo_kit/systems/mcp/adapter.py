@@ -98,6 +98,7 @@ class MCPSystem(MemorySystem):
         self._opened: set[str] = set()
         self._running: set[str] = set()
         self._locators: dict[str, TurnLocator] = {}
+        self.calls: list[dict[str, Any]] | None = None  # a list: every tool call, its arguments and raw result go in
 
     # -- what names the system before it starts --------------------------------------------------
     @classmethod
@@ -216,6 +217,8 @@ class MCPSystem(MemorySystem):
         arguments = render(tool.arguments, {"conversation": conversation, "data": str(self.data), **variables})
         result = call(self._host, self.name, "call", key=key, tool=tool.tool, arguments=arguments,
                       seconds=self.profile.call_timeout, timeout=self.profile.call_timeout + 60)
+        if self.calls is not None:  # what `locomo-kit systems check` shows
+            self.calls.append({"tool": tool.tool, "arguments": arguments, "result": result})
         if "error" in result:
             if result.get("gone"):  # the server is gone: nothing more can be done with it now
                 self._running.discard(key)
@@ -369,12 +372,13 @@ class MCPSystem(MemorySystem):
     def _memory(self, item: Any, rmap: ResultMap, locator: TurnLocator | None) -> Memory:
         f = memory_fields(item, rmap)
         turns: list[str] = []
+        meta: dict[str, Any] = {}
         if f["turn"]:
-            turns = [f["turn"]]
+            turns, meta["placed_by"] = [f["turn"]], "system"
         elif locator is not None:
             turns = locator.turns_of(f["text"])
+            meta["placed_by"] = "text" if turns else "none"  # the kit's match of the text it rendered
         score = f["score"]
-        meta: dict[str, Any] = {}
         if score is not None:
             meta["server_score"] = score
             if rmap.score_order == "lower":  # the kit's scores are higher-is-better
