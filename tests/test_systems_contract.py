@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +40,23 @@ class TestMemworker(SystemContract):
     @classmethod
     def system(cls, tmp_path_factory):
         with create("memworker", tmp_path_factory.mktemp("memworker")) as s:
+            yield s
+
+
+def docs_adapter() -> type:
+    """The complete minimal adapter docs/systems.md shows, as written there."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "systems.md").read_text()
+    code = next(block for block in re.findall(r"```python\n(.*?)```", text, re.S) if "class TinyMemory" in block)
+    namespace: dict = {}
+    exec(textwrap.dedent(code), namespace)
+    return namespace["TinyMemory"]
+
+
+class TestTheDocsMinimalAdapter(SystemContract):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def system(cls, tmp_path_factory):
+        with docs_adapter()(tmp_path_factory.mktemp("tiny")) as s:
             yield s
 
 
