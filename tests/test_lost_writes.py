@@ -121,3 +121,29 @@ def test_fell_short_and_spans():
     assert fell_short(records) == [2, 4]
     assert fell_short({1: {"observations": 3}, 2: {"observations": 3, "held_after": 1}}) == []  # uncounted first
     assert spans([1, 2, 3, 7, 9, 10]) == "1-3, 7, 9-10"
+
+
+def _report_head(out: str) -> str:
+    report = next(line.split()[1] for line in out.splitlines() if line.startswith("report:"))
+    return open(report, encoding="utf-8").read().split("## ")[0]
+
+
+def test_the_report_says_how_retrieved_memories_were_traced(outputs, capsys):
+    assert main(["run", "--sample", "conv-26@s2", "--system", "bm25", "--limit", "5"]) == 0
+    head = _report_head(capsys.readouterr().out)
+    assert "(retrieved memories traced to turns: 100.0% (" in head and "by turn ids from the system, 0 by the text " \
+                                                                     "rule, 0 not placed)" in head
+
+
+def test_evidence_recall_is_not_measured_where_nothing_retrieved_could_be_placed(outputs, capsys):
+    code = main(["run", "--sample", "conv-26@s2", "--system", "support.broken_systems:Unplaceable", "--limit", "5"])
+    captured = capsys.readouterr()
+    head = _report_head(captured.out)
+    assert "evidence within the 1,000-token context: not measured (none of the" in head
+    assert "retrieved memories could be placed on a LoCoMo turn" in head and "0.0%" not in head
+    run = next(line.split()[1] for line in captured.out.splitlines() if line.startswith("report:"))
+    scores = [json.loads(line) for line in open(run.replace("report.md", "scores.jsonl"), encoding="utf-8")]
+    measured = [s for s in scores if s["category"] != 5 and s["coverage_method"] != "no-evidence"]
+    assert measured and all(s["evidence_recall"] is None and s["coverage_method"].startswith("not measured")
+                            and s["trace"]["none"] == s["trace"]["retrieved"] > 0 for s in measured)
+    assert code == 0  # F1 is measured; only the evidence figures are not

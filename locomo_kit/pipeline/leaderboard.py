@@ -171,6 +171,10 @@ def measured_row(system: str, run: RunFolder, ok: bool) -> dict[str, Any]:
            "ingest_s": ingest_seconds(run), "search_p50_ms": point["search_p50_ms"],
            "search_p95_ms": point["search_p95_ms"], "context_tokens": point["context_tokens"],
            "run_id": run.run_id, "measured": "measured here"}
+    traced = s.get("trace") or {}
+    row["traced"] = None if traced.get("share_placed") is None else 100 * traced["share_placed"]
+    if row["evidence_recall"] is None and traced.get("retrieved") and not traced.get("share_placed"):
+        row["evidence_recall_note"] = "not measured: no retrieved memory could be placed on a turn"
     if not ok:  # why it is not a result (a system that lost writes, an incomplete ingestion), beside the row
         row["note"] = "; ".join(run_problems(run)) or "a stage did not complete: see the run's report"
     ident = s["manifest"].get("system") or s["manifest"].get("worker") or {}
@@ -237,6 +241,7 @@ def _signed(v: float) -> str:
 
 
 MEASURED_COLUMNS = [("system", "system"), ("budget", "context budget"), ("evidence_recall", "evidence recall within budget %"),
+                    ("traced", "retrieved traced to turns %"),
                     ("recall@10", "recall@10 %"), ("session_recall@10", "session R@10 % (chance)"),
                     ("session_hit@5", "session hit@5 % (chance)"), ("sessions_retrieved", "sessions retrieved"),
                     ("locomo_f1", "official F1 %"),
@@ -260,6 +265,8 @@ def leaderboard_lines(rows: list[dict[str, Any]]) -> list[str]:
             if key == "system":
                 cells.append(r["system"] + ("" if r["status"] == "ok" else f" (**{r['status']}**"
                                             + (f": {r['note']}" if r.get("note") else "") + ")"))
+            elif key == "evidence_recall" and r.get("evidence_recall_note"):
+                cells.append("not measured")
             elif key in ("session_recall@10", "session_hit@5"):
                 cells.append(f"{_f(r[key])} ({_f(r[key + '_chance'])})")
             elif key == "search_p50_ms" or key == "search_p95_ms":
@@ -444,7 +451,9 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
         md += ["> Answered by the **extractive floor** (rules, no LLM): F1 measures the pipeline, not what an LLM "
                "answerer would make of the context. The retrieval columns do not depend on the answerer.", ""]
     md += ["## Measured here", ""] + leaderboard_lines(rows) + [""]
-    md += ["Evidence recall within budget: share of a question's evidence turns in the context the answerer saw; "
+    md += ["Evidence recall within budget: share of a question's evidence turns in the context the answerer saw "
+           "(not measured where no retrieved memory could be placed on a turn); traced: share of the retrieved "
+           "memories placed on LoCoMo turns, by turn ids from the system or by the 80% text rule; "
            "recall@10: among the first 10 results (spans for a system that packs its own budget); session R@10 and "
            "hit@5: over the first k distinct sessions retrieved, with the chance level for the conversation's session "
            "count in parentheses (k sessions drawn at random: min(k, N)/N; 1 - C(N-e, k)/C(N, k)). Ingest s: the sum "
@@ -490,7 +499,7 @@ def write_leaderboard(folder: Path, rows: list[dict[str, Any]], outcomes: list[S
         paths["html"] = write_runs_page(paths["markdown"], folder / "report.html", title, across.table)
     else:
         paths["html"] = leaderboard_html(paths["markdown"], title)
-    fields = ["system", "status", "measured", "budget", "questions", "answerer", "evidence_recall", "recall@10",
+    fields = ["system", "status", "measured", "budget", "questions", "answerer", "evidence_recall", "traced", "recall@10",
               "session_recall@10", "session_recall@10_chance", "session_hit@5", "session_hit@5_chance",
               "sessions_retrieved", "locomo_f1", "mem0_f1", "j_mem0", "j_strict", "j_playbook", "ingest_s",
               "search_p50_ms", "search_p95_ms", "context_tokens", "run_id", "settings", "source", "note"]

@@ -51,3 +51,14 @@ class CountFailsWhenEmpty(BM25System):
         if not held:
             raise MemorySystemError("not JSON: 'No matching context found'")
         return held
+
+
+class Unplaceable(BM25System):
+    """Returns what it finds rewritten past recognition and without turn ids: nothing it retrieves can be placed
+    on a LoCoMo turn, by id or by text."""
+
+    def search(self, conversation_id, query, top_k, context_budget=None):
+        found = super().search(conversation_id, query, top_k, context_budget)
+        for n, m in enumerate(found.memories):
+            m.text, m.source_turns = f"memory number {n} of the conversation", []
+        return found
