@@ -11,9 +11,9 @@ import sqlite3
 import pytest
 
 from locomo_kit.cli import main
-from locomo_kit.dataset import get_conversation, load_dataset
+from locomo_kit.dataset import get_conversation, load_dataset, select
 from locomo_kit.ingestion import ingest_conversations
-from locomo_kit.ingestion.writes import check_writes, fell_short, spans
+from locomo_kit.ingestion.writes import check_writes, fell_short, sampled_turns, spans
 from locomo_kit.runs import RunFolder, ingestion_folder
 
 from support.broken_systems import OneKeyPerSpeaker
@@ -147,3 +147,19 @@ def test_evidence_recall_is_not_measured_where_nothing_retrieved_could_be_placed
     assert measured and all(s["evidence_recall"] is None and s["coverage_method"].startswith("not measured")
                             and s["trace"]["none"] == s["trace"]["retrieved"] > 0 for s in measured)
     assert code == 0  # F1 is measured; only the evidence figures are not
+
+
+def test_read_your_writes_for_any_system_the_same_turns_for_each(outputs, capsys, dataset_path):
+    assert main(["ingest", "--sample", "conv-26@s3", "--system", "bm25"]) == 0
+    out = capsys.readouterr().out
+    probe = _ingestion(out).manifest()["read_your_writes"]
+    assert "read-your-writes: 10 of 10 sampled writes found by their own words" in out
+    assert (probe["sampled"], probe["found"], probe["missed"], probe["warning"]) == (10, 10, [], None)
+
+    assert main(["ingest", "--sample", "conv-26@s3", "--system", "support.broken_systems:Unplaceable"]) == 0
+    out = capsys.readouterr().out
+    probe = _ingestion(out).manifest()["read_your_writes"]
+    sampled = [t.dia_id for t in sampled_turns(select(load_dataset(dataset_path), "conv-26@s3")[0])]
+    assert probe["found"] == 0 and probe["missed"] == [f"conv-26 {d}" for d in sampled]  # the same turns as bm25's
+    assert f"WARNING: READ-YOUR-WRITES: support.broken_systems:Unplaceable returned only 0 of {len(sampled)}" in out
+    assert f"not found: conv-26 {sampled[0]}" in out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from locomo_kit.ingestion.writes import check_lines
+from locomo_kit.ingestion.writes import check_lines, own_writes_lines
 from locomo_kit.outcome import Outcome
 from locomo_kit.runs.folder import utc_now
 from locomo_kit.runs.records import ZERO_OBSERVATIONS
@@ -53,6 +53,7 @@ class IngestSummary:
     compression: dict | None = None  # what the compressor kept (locomo_kit.scoring.compression.measure)
     notes: list[str] = field(default_factory=list)  # worth a line, not a failure
     held_check: dict | None = None  # what the system holds against what it acknowledged (ingestion.writes)
+    own_writes: dict | None = None  # sampled writes searched by their own words (ingestion.writes.own_writes)
 
     @property
     def ingested(self) -> list[SessionResult]:
@@ -97,6 +98,7 @@ class IngestSummary:
                        f"seconds per session: mean {sum(secs) / len(secs):.2f}, max {max(secs):.2f}")
         out += summary_lines(self.compression)
         out += check_lines(self.held_check)
+        out += own_writes_lines(self.own_writes)
         for r in self.failed:
             out.append(f"FAILED {r.content_session_id}: {r.error}")
         zero = self.zero_observation_sessions

@@ -10,12 +10,18 @@ what it makes of it: its held/acknowledged figures are reported beside that decl
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from locomo_kit.dataset import Conversation
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.runs.records import done_sessions
+from locomo_kit.scoring.diagnostics import covered_by_text
+from locomo_kit.scoring.locomo_f1 import stemmed_tokens
 from locomo_kit.systems.base import MemorySystem, MemorySystemError, declaration
+
+OWN_WRITES_SAMPLE = 10  # turns per conversation searched by their own words after ingestion
+OWN_WRITES_SEED = "locomo-kit read-your-writes"  # the same turns for every system
 
 
 def acknowledged_of(record: dict[str, Any]) -> int:
@@ -102,3 +108,56 @@ def check_lines(check: dict[str, Any] | None) -> list[str]:
         lines.insert(0, f"{check['problem']}: every number of a run on it understates a system that keeps what it "
                         "acknowledges; find which writes it drops (`locomo-kit systems check`)")
     return lines
+
+
+def sampled_turns(conv: Conversation, *, size: int = OWN_WRITES_SAMPLE) -> list[Any]:
+    """The turns of ``conv`` probed after ingestion: among its turns of five words or more, the ``size`` that rank
+    first by a seeded hash of their ids. The same turns for every system, and a conversation cut to its first
+    sessions keeps those of the whole one that lie in them."""
+    turns = [t for s in conv.sessions for t in s.turns if len(t.text.split()) >= 5]
+    rank = {t.dia_id: hashlib.sha256(f"{OWN_WRITES_SEED}:{conv.sample_id}:{t.dia_id}".encode()).hexdigest()
+            for t in turns}
+    chosen = sorted(turns, key=lambda t: rank[t.dia_id])[:size]
+    return sorted(chosen, key=lambda t: [int(x) for x in t.dia_id[1:].split(":")])
+
+
+def own_writes(system: MemorySystem, folder: RunFolder, conversations: list[Conversation], *,
+               label: str | None = None, size: int = OWN_WRITES_SAMPLE, top_k: int = 10) -> dict[str, Any] | None:
+    """Read-your-writes for any system: each sampled turn (:func:`sampled_turns`, of the sessions that went in)
+    searched by its own words; found when a result carries its turn id or holds its words (the 80% text rule).
+    The record for the manifest's ``read_your_writes`` (``warning``: for a system that stores what it is given
+    and found fewer than half). None for a system that checks its own (a Worker's wait for its index)."""
+    if system.read_your_writes:
+        return None
+    probes, missed = 0, []
+    for conv in conversations:
+        done = done_sessions(folder, conv.sample_id, system.unit)
+        for turn in (t for t in sampled_turns(conv, size=size) if int(t.dia_id[1:].split(":")[0]) in done):
+            probes += 1
+            try:
+                found = system.search(conv.sample_id, turn.text, top_k).memories
+            except MemorySystemError as exc:
+                missed.append(f"{conv.sample_id} {turn.dia_id} ({type(exc).__name__})")
+                continue
+            if not any(turn.dia_id in m.source_turns for m in found) and \
+                    not covered_by_text(turn.text, [stemmed_tokens(m.text) for m in found]):
+                missed.append(f"{conv.sample_id} {turn.dia_id}")
+    if not probes:
+        return None
+    out: dict[str, Any] = {"sampled": probes, "found": probes - len(missed), "missed": missed, "top_k": top_k,
+                           "seed": OWN_WRITES_SEED, "checked_at": utc_now(), "warning": None}
+    if not system.transforms and out["found"] * 2 < probes:
+        out["warning"] = (f"READ-YOUR-WRITES: {label or system.name} returned only {out['found']} of {probes} of its "
+                          f"own writes when searched by their own words (top {top_k}); not found: "
+                          + ", ".join(missed[:10]) + (" …" if len(missed) > 10 else ""))
+    return out
+
+
+def own_writes_lines(probe: dict[str, Any] | None) -> list[str]:
+    """The console lines of :func:`own_writes`."""
+    if not probe:
+        return []
+    line = (f"read-your-writes: {probe['found']} of {probe['sampled']} sampled writes found by their own words"
+            + (f" (not found: {', '.join(probe['missed'][:5])}{' …' if len(probe['missed']) > 5 else ''})"
+               if probe["missed"] else ""))
+    return [f"WARNING: {probe['warning']}"] if probe.get("warning") else [line]

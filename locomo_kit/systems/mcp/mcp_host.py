@@ -41,7 +41,7 @@ def _describe(exc: BaseException) -> str:
 
 def _closed(exc: BaseException) -> bool:
     """Whether ``exc`` says the connection to the server is closed (its process is gone)."""
-    from mcp_types import CONNECTION_CLOSED  # deferred: the SDK lives only in the host's environment
+    from mcp.types import CONNECTION_CLOSED  # deferred: the SDK lives only in the host's environment
 
     return getattr(_leaf(exc), "code", None) == CONNECTION_CLOSED
 
