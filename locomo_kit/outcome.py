@@ -31,6 +31,7 @@ class Outcome:
     reasons: list[str] = field(default_factory=list)  # the first failures' reasons, in order
     stopped: str | None = None  # why the stage stopped before its last item
     notes: list[str] = field(default_factory=list)  # warnings worth a line (not failures)
+    problems: list[str] = field(default_factory=list)  # why what was done is still not a result (lost writes)
 
     def add_failure(self, reason: str) -> None:
         self.failed += 1
@@ -54,7 +55,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return not self.failed and not self.stopped and not self.not_attempted
+        return not self.failed and not self.stopped and not self.not_attempted and not self.problems
 
     @property
     def empty(self) -> bool:
@@ -78,6 +79,8 @@ class Outcome:
             text += f"; stopped: {self.stopped}"
         elif self.reasons:
             text += f"; first error: {self.reasons[0]}"
+        elif self.problems:
+            text += f"; {self.problems[0]}"
         return text
 
     def error(self) -> str | None:
@@ -86,6 +89,8 @@ class Outcome:
             return None
         total = self.total if self.total is not None else self.available + self.failed
         lost = self.failed + self.not_attempted
+        if not lost and not self.stopped and self.problems:
+            return f"{self.stage}: " + "; ".join(self.problems)
         head = f"{self.stage}: {lost} of {self._plural(total)} not done"
         if self.stopped:
             return f"{head}; stopped: {self.stopped}"

@@ -19,52 +19,15 @@ from locomo_kit.systems import create
 from locomo_kit.systems.base import MemorySystemError, SystemUnavailable
 from locomo_kit.testing.system_contract import SystemContract, contract_conversations
 
+from support.mcp_profiles import tiny_profile
+
 pytestmark = pytest.mark.integration
-FIXTURES = Path(__file__).parent / "fixtures" / "mcp"
 SESSIONS = 3
 
 
 def require_npm() -> None:
     if shutil.which("npm") is None or shutil.which("node") is None:
         pytest.skip("node and npm are needed for the official memory server")
-
-
-def tiny_profile(tmp_path: Path, command: str | None = None, extra_server: str = "") -> Path:
-    server = FIXTURES / "tiny_notes_server.py"
-    cmd = command or f'["{{python}}", "{server}"]'
-    path = tmp_path / "tiny-notes.toml"
-    path.write_text(f"""
-name = "tiny-notes"
-description = "a server the kit does not ship"
-[install]
-package = "mcp"
-pip = ["mcp==2.3.0"]
-[server]
-command = {cmd}
-env = {{ TINY_NOTES = "{{data}}/notes.json" }}
-start_timeout = 60
-{extra_server}
-[write]
-tool = "remember"
-arguments = {{ conversation = "{{conversation}}", key = "{{dia_id}}", text = "{{line}}" }}
-[search]
-tool = "recall"
-arguments = {{ conversation = "{{conversation}}", query = "{{query}}", limit = "{{limit}}" }}
-items = "result"
-text = "text"
-id = "key"
-turn = "key"
-score = "score"
-score_order = "higher"
-[count]
-tool = "count"
-arguments = {{ conversation = "{{conversation}}" }}
-total = "result"
-[forget]
-tool = "forget"
-arguments = {{ conversation = "{{conversation}}" }}
-""")
-    return path
 
 
 class TestServerMemoryThroughKeywordFusion(SystemContract):

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +16,7 @@ from locomo_kit.systems.bm25 import BM25System
 from locomo_kit.systems.turn_store import session_memories
 from locomo_kit.testing.system_contract import SystemContract, contract_conversations
 
-from support.broken_systems import ExactTextOnly
+from support.broken_systems import CountFailsWhenEmpty, DropsEveryOther, ExactTextOnly, OneKeyPerSpeaker
 
 
 class TestBM25(SystemContract):
@@ -37,6 +40,23 @@ class TestMemworker(SystemContract):
     @classmethod
     def system(cls, tmp_path_factory):
         with create("memworker", tmp_path_factory.mktemp("memworker")) as s:
+            yield s
+
+
+def docs_adapter() -> type:
+    """The complete minimal adapter docs/systems.md shows, as written there."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "systems.md").read_text()
+    code = next(block for block in re.findall(r"```python\n(.*?)```", text, re.S) if "class TinyMemory" in block)
+    namespace: dict = {}
+    exec(textwrap.dedent(code), namespace)
+    return namespace["TinyMemory"]
+
+
+class TestTheDocsMinimalAdapter(SystemContract):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def system(cls, tmp_path_factory):
+        with docs_adapter()(tmp_path_factory.mktemp("tiny")) as s:
             yield s
 
 
@@ -82,6 +102,13 @@ class WithoutTurnIds(BM25System):
         return found
 
 
+def test_the_contract_names_both_numbers_of_a_lost_write(tmp_path):
+    convs = contract_conversations()
+    with OneKeyPerSpeaker(tmp_path / "store") as system:
+        with pytest.raises(AssertionError, match=r"acknowledged \d+ writes of conv-26's first 2 sessions and holds 2: "
+                                                 r"it lost \d+ of them\. A write key that repeats"):
+            SystemContract().test_holds_what_it_acknowledged(system, convs)
+
 
 @pytest.mark.parametrize("cls, test", [
     (Duplicating, "test_ingest_is_idempotent"),
@@ -89,6 +116,9 @@ class WithoutTurnIds(BM25System):
     (WorstFirst, "test_search_best_first_with_text"),
     (WithoutTurnIds, "test_search_best_first_with_text"),
     (ExactTextOnly, "test_search_answers_locomo_questions"),
+    (OneKeyPerSpeaker, "test_holds_what_it_acknowledged"),
+    (DropsEveryOther, "test_holds_what_it_acknowledged"),
+    (CountFailsWhenEmpty, "test_count_on_an_empty_store"),
 ])
 def test_contract_catches_a_broken_system(cls, test, tmp_path):
     convs = contract_conversations()
@@ -140,7 +170,7 @@ def test_the_read_only_checks_share_one_ingestion_and_the_others_start_empty(pyt
     monkeypatch.setenv("LOCOMO_DATASET", str(dataset_path))
     pytester.makepyfile(test_sharing=SHARING)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
-    result.assert_outcomes(passed=11)
+    result.assert_outcomes(passed=13)
     sent = json.loads((pytester.path / "sent.json").read_text())
     by_test: dict[str, list] = {}
     for test, sample, session in sent:

@@ -12,7 +12,7 @@ from locomo_kit.cli.common import CliError, call_settings, finish, judge_options
 from locomo_kit.cli.options import add_call_options, add_judge_options
 from locomo_kit.data_fetch import DataFetchError
 from locomo_kit.imported.catalogue import entries, fetch_entry
-from locomo_kit.imported.formats import PRESETS, ImportFormatError, load_mapping, parse_map_options
+from locomo_kit.imported.formats import PRESETS, ImportFormatError, describe_file, load_mapping, parse_map_options
 from locomo_kit.imported.importer import import_outputs
 from locomo_kit.pipeline.judge_bank import JudgeBankError, run_judge_bank
 from locomo_kit.pipeline.stages import run_judge, run_report, run_score
@@ -33,7 +33,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "category, verdict, gold, f1, bleu, claim, category_names")
     p.add_argument("--map", action="append", default=[], metavar="KEY=FIELD",
                    help="one mapping entry, e.g. --map records=results --map answer=prediction (repeatable; "
-                   "overrides --preset and --mapping)")
+                   "overrides --preset and --mapping). Special values: records= (the file is the list), records=* "
+                   "(an object of lists, one per conversation); conversation=@key (the key of that list), "
+                   "conversation=@file (one file per conversation, named by a sample id such as conv-26 or conv26 "
+                   "in its name, else its digits as a position), conversation=@sequence (dataset order, a new "
+                   "conversation where the index falls back); no conversation at all: each record's is found by "
+                   "its question text where that text is unique in the dataset")
+    p.add_argument("--conversation", metavar="SAMPLE_ID",
+                   help="every record is of this conversation (a file of one, with no conversation field), e.g. "
+                   "--conversation conv-26")
     p.add_argument("--category-name", action="append", default=[], metavar="LABEL=ID",
                    help="how the file names a category, e.g. --category-name single_hop=4 (repeatable)")
     p.add_argument("--system", help="the system that answered (default: the catalogue's, else the first file's name)")
@@ -103,8 +111,16 @@ def _cmd_import(args: argparse.Namespace) -> int:
         names = dict(item.split("=", 1) for item in args.category_name if "=" in item)
         if len(names) != len(args.category_name):
             raise CliError("--category-name takes LABEL=ID, e.g. single_hop=4")
-        mapping = load_mapping(preset, args.mapping, parse_map_options(args.map),
-                               {k.strip().lower(): int(v) for k, v in names.items() if v.strip().isdigit()} or None)
+        overrides = parse_map_options(args.map)
+        if args.conversation:
+            overrides["conversation"] = f"={args.conversation}"
+        try:
+            mapping = load_mapping(preset, args.mapping, overrides,
+                                   {k.strip().lower(): int(v) for k, v in names.items() if v.strip().isdigit()} or None)
+        except ImportFormatError as exc:  # before asking for a preset, say what the file holds
+            if preset or args.mapping or not str(exc).startswith("say how to read the file"):
+                raise
+            raise ImportFormatError(f"{exc}\n" + "\n".join(describe_file(Path(f)) for f in files[:3])) from None
         result = import_outputs(files, mapping, system or Path(files[0]).stem, preset=preset, answerer=answerer,
                                 judge=judge, claim=claim, claim_scope=scope, claim_where=where, catalogue=catalogue,
                                 run_id=args.run_id, dataset_path=args.dataset, empty_answers=args.empty_answers,

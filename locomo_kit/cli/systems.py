@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 
+from locomo_kit.cli.common import int_in, system_options
+from locomo_kit.pipeline.check import check_system
 from locomo_kit.systems.base import MissingDependency
 from locomo_kit.systems.registry import family_members, names, resolve, spec
 
@@ -17,6 +19,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "module path (--system package.module:Class); each with its options (--system-option "
                        "NAME=VALUE) and whether it can run now.")
     p.set_defaults(func=handle)
+    actions = p.add_subparsers(dest="action", metavar="check")
+    c = actions.add_parser("check", help="try one system on the first sessions of a conversation and name known "
+                           "mistakes (the first step after writing a profile or an adapter)",
+                           description="Try SYSTEM on the first sessions of one conversation, in a store of its own: "
+                           "show the rendered arguments of the first writes (MCP profiles), what it acknowledged, what "
+                           "it holds, the raw result of a count on an empty and a filled store, of a search by a stored "
+                           "turn's own words and by one LoCoMo question, and how each result was read (text, id, turn, "
+                           "score); then each known mistake in one line with its fix. Exit 1 when one is found.")
+    c.add_argument("system", metavar="SYSTEM", help="a name (bm25, memworker…), mcp:PROFILE.toml, an entry point or "
+                   "package.module:Class")
+    c.add_argument("--sample", default="conv-26", help="the conversation tried (conv-26)")
+    c.add_argument("--sessions", dest="check_sessions", type=int_in(1, 35), default=2,
+                   help="how many of its first sessions are written (2)")
+    c.add_argument("--system-option", action="append", metavar="NAME=VALUE", default=None,
+                   help="one of the system's options (repeatable; `locomo-kit systems` lists them)")
+    c.set_defaults(func=handle_check)
+
+
+def handle_check(args: argparse.Namespace) -> int:
+    check = check_system(args.system, sample=args.sample, sessions=args.check_sessions, options=system_options(args),
+                         log=print)
+    return 0 if check.ok else 1
 
 
 def describe(name: str) -> list[str]:

@@ -15,7 +15,10 @@ conversation of a record is then read from:
 - ``@file``: the file (one file per conversation), by the conversation its records' field names,
   else the digits in the file's name (``…_conv3_…``);
 - ``@sequence``: records in dataset order, a new conversation each time the question index falls
-  back (memU's ``qa_index`` restarts at 0 for each conversation).
+  back (memU's ``qa_index`` restarts at 0 for each conversation);
+- ``=conv-26`` (``--conversation conv-26``): every record is of that conversation (a file of one);
+- none named (``@text``): each record's conversation is the one whose question has the record's text, where
+  that text is unique in the dataset (a record whose text several conversations ask is listed as ambiguous).
 """
 
 from __future__ import annotations
@@ -86,9 +89,12 @@ class Mapping:
         if mapping.question is None and mapping.index is None:
             raise ImportFormatError(f"{where}: name the field that holds the question text (question=…) or its "
                                     "index in the conversation (index=…): records are matched by one of them")
-        if mapping.conversation is None:
-            raise ImportFormatError(f"{where}: name the conversation of each record: conversation=<field>, @key, "
-                                    "@file or @sequence")
+        if mapping.conversation is None:  # inferred from the question texts, where each is unique in the dataset
+            if mapping.question is None:
+                raise ImportFormatError(f"{where}: name the conversation of each record (conversation=<field>, @key, "
+                                        "@file, @sequence, or --conversation conv-26 for a file of one): records "
+                                        "matched by index alone cannot be placed by their text")
+            mapping.conversation = "@text"
         return mapping
 
 
@@ -311,7 +317,7 @@ def _record(raw: Any, m: Mapping, path: Path, position: int, key: Any) -> Source
                                              ("category", None if m.verdict_optional else m.category),
                                              ("verdict", None if m.verdict_optional else m.verdict))
                if p is not None and _missing(raw, p)]
-    if m.conversation and not m.conversation.startswith("@") and _missing(raw, m.conversation):
+    if m.conversation and m.conversation[0] not in "@=" and _missing(raw, m.conversation):
         missing.append(f"conversation={m.conversation}")
     if missing:
         raise ImportFormatError(f"{where}: the mapping names field(s) the record does not have: {', '.join(missing)} "
@@ -333,6 +339,10 @@ def _record(raw: Any, m: Mapping, path: Path, position: int, key: Any) -> Source
         conversation = ("@file", path.name)
     elif m.conversation == "@sequence":
         conversation = None  # numbered by _number_sequence
+    elif m.conversation == "@text":
+        conversation = ("@text",)  # found by the question's text (imported.matching)
+    elif m.conversation.startswith("="):
+        conversation = m.conversation[1:]  # --conversation: the file's one conversation
     else:
         conversation = _optional(raw, m.conversation, where)
     question = _optional(raw, m.question, where)
@@ -392,7 +402,75 @@ def load_mapping(preset: str | None = None, mapping_file: str | Path | None = No
     data.update(overrides or {})
     if category_names:
         data["category_names"] = {**(data.get("category_names") or {}), **category_names}
-    if not data:
+    if not data or set(data) <= {"conversation", "category_names"}:
         raise ImportFormatError("say how to read the file: a preset (--preset " + "|".join(PRESETS) + "), "
                                 "--mapping FILE or --map key=value …")
     return Mapping.from_dict(data, "the mapping")
+
+
+QUESTION_FIELDS = ("question", "query", "q", "prompt")
+ANSWER_FIELDS = ("response", "prediction", "predicted", "generated_answer", "pred", "output", "model_answer",
+                 "answer")
+CONVERSATION_FIELDS = ("conversation", "conversation_id", "sample_id", "conv", "conv_id")
+
+
+def _fields(records: list) -> list[str]:
+    keys: dict[str, None] = {}
+    for r in records[:20]:
+        if isinstance(r, dict):
+            keys.update(dict.fromkeys(r))
+    return list(keys)
+
+
+def _pick(fields: list[str], names: tuple[str, ...]) -> str | None:
+    lower = {f.lower(): f for f in fields}
+    return next((lower[n] for n in names if n in lower), None)
+
+
+def _suggestion(fields: list[str], records: str, conversation: str | None) -> str:
+    question, answer = _pick(fields, QUESTION_FIELDS), _pick(fields, ANSWER_FIELDS)
+    if question is None or answer is None:
+        return (f"name the field with each question's text (--map question=FIELD) and the one with the answer "
+                f"(--map answer=FIELD){'' if records == '' else f' with --map records={records}'}")
+    conv = _pick(fields, CONVERSATION_FIELDS)
+    parts = [f"--map records={records}" if records else "--map records=", f"--map question={question}",
+             f"--map answer={answer}"]
+    if conversation:
+        parts.append(f"--map conversation={conversation}")
+    elif conv:
+        parts.append(f"--map conversation={conv}")
+    category = _pick(fields, ("category", "category_id", "type"))
+    if category:
+        parts.append(f"--map category={category}")
+    tail = "" if conversation or conv else (" (no conversation field: add --conversation conv-26 for a file of one "
+                                            "conversation, or leave it out to find each record's by its question text)")
+    return "would read it: " + " ".join(parts) + tail
+
+
+def describe_file(path: Path) -> str:
+    """What ``path`` holds, in one line (an object with keys …, a list of N records with fields …, not JSON at line
+    L), and which mapping would read it."""
+    try:
+        doc = read_json(path)
+    except ImportFormatError as exc:
+        return str(exc)
+    if isinstance(doc, list):
+        fields = _fields(doc)
+        found = f"{path.name}: a list of {len(doc)} records" + (f" with fields {', '.join(fields[:12])}" if fields
+                                                                 else " (none an object)")
+        return found + ("; " + _suggestion(fields, "", None) if fields else "")
+    if isinstance(doc, dict):
+        keys = list(doc)
+        lists = {k: v for k, v in doc.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
+        found = f"{path.name}: an object with keys {', '.join(keys[:12])}" + (" …" if len(keys) > 12 else "")
+        if lists and len(lists) == len(keys):  # one list per conversation (Mem0's and Zep's shape)
+            fields = _fields(next(iter(lists.values())))
+            return (f"{found}, each a list of records with fields {', '.join(fields[:12])}; "
+                    + _suggestion(fields, "*", "@key") + " (or --preset mem0 / zep if it is theirs)")
+        if lists:
+            key, items = max(lists.items(), key=lambda kv: len(kv[1]))
+            fields = _fields(items)
+            return (f"{found}; {key!r} is a list of {len(items)} records with fields {', '.join(fields[:12])}; "
+                    + _suggestion(fields, key, None))
+        return f"{found}, and no list of per-question records in it: export the harness's per-question results"
+    return f"{path.name}: a JSON {type(doc).__name__}, not per-question records"

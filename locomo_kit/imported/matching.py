@@ -17,8 +17,8 @@ from locomo_kit.dataset import Conversation, Question
 from locomo_kit.imported.formats import SourceRecord
 
 NORMALISATION = "whitespace collapsed and trimmed, case-folded; nothing else"
-REASONS = ("unknown conversation", "text differs", "no such question", "category differs", "duplicate",
-           "empty answer")
+REASONS = ("unknown conversation", "ambiguous question text", "text differs", "no such question", "category differs",
+           "duplicate", "empty answer")
 
 
 def normalise(text: str) -> str:
@@ -34,22 +34,44 @@ class Match:
 
     def listing(self) -> dict:
         r = self.record
-        return {"file": r.file, "position": r.position, "conversation": str(r.conversation), "index": r.index,
+        return {"file": r.file, "position": r.position, "conversation": reference(r.conversation), "index": r.index,
                 "question": r.question, "reason": self.reason,
                 "locomo_question": self.question.question if self.question is not None else None}
 
 
+def reference(ref) -> str:
+    """A record's conversation reference as the listing says it (``@file conv-26.json``, never a tuple)."""
+    if isinstance(ref, tuple):
+        return " ".join(str(x) for x in ref)
+    return str(ref)
+
+
+SAMPLE_IN_TEXT = re.compile(r"conv(?:ersation)?[-_]?(\d+)", re.IGNORECASE)
+
+
+def sample_in(text: str, conversations: list[Conversation]) -> Conversation | None:
+    """The conversation whose sample id a text names (``conv-26``, ``conv26``, ``…_conv_26_…``), if any."""
+    ids = {c.sample_id: c for c in conversations}
+    for m in SAMPLE_IN_TEXT.finditer(text):
+        if f"conv-{int(m.group(1))}" in ids:
+            return ids[f"conv-{int(m.group(1))}"]
+    return None
+
+
 def conversation_of(ref, conversations: list[Conversation], by_file: dict[str, str]) -> Conversation | None:
-    """The conversation a record names: a sample id, a dataset position (number, numeric string, or text
-    ending in digits such as ``locomo_experiment_user_3``), or its file's conversation."""
+    """The conversation a record names: a sample id (``conv-26``, also written ``conv26``), a dataset position
+    (number, numeric string, or text ending in digits such as ``locomo_experiment_user_3``), or its file's
+    conversation."""
     ids = {c.sample_id: c for c in conversations}
     if isinstance(ref, tuple) and ref and ref[0] == "@file":
         return ids.get(by_file.get(ref[1], ""))
-    if ref is None or isinstance(ref, bool):
+    if ref is None or isinstance(ref, (bool, tuple)):
         return None
     text = str(ref).strip()
     if text in ids:
         return ids[text]
+    if (named := sample_in(text, conversations)) is not None:
+        return named
     m = re.search(r"(\d+)$", text)
     if m and not text.startswith("conv-"):
         position = int(m.group(1))
@@ -61,6 +83,10 @@ def file_conversations(records: list[SourceRecord], conversations: list[Conversa
     """For ``conversation=@file``: each file's conversation, from the digits in its name (``…conv3…``)."""
     out = {}
     for name in {r.file for r in records}:
+        named = sample_in(name, conversations)  # a sample id in the name (conv-26, conv26) before a position
+        if named is not None:
+            out[name] = named.sample_id
+            continue
         m = re.search(r"conv(?:ersation)?[-_]?(\d+)", name) or re.search(r"(\d+)", name)
         if m and int(m.group(1)) < len(conversations):
             out[name] = conversations[int(m.group(1))].sample_id
@@ -78,8 +104,23 @@ def match_records(records: list[SourceRecord], conversations: list[Conversation]
         texts[c.sample_id] = index
     taken: set[tuple[str, int]] = set()
     out: list[Match] = []
+    owners: dict[str, set[str]] = {}  # a question's text -> the conversations that ask it
+    for sample, index in texts.items():
+        for text in index:
+            owners.setdefault(text, set()).add(sample)
+    ids = {c.sample_id: c for c in conversations}
     for r in records:
-        conv = conversation_of(r.conversation, conversations, by_file)
+        if r.conversation == ("@text",):  # no conversation named: the one whose question has this text
+            found = owners.get(normalise(r.question or ""), set())
+            if len(found) > 1:
+                out.append(Match(r, None, "ambiguous question text"))
+                continue
+            conv = ids[next(iter(found))] if found else None
+            if conv is None:
+                out.append(Match(r, None, "text differs", "text"))
+                continue
+        else:
+            conv = conversation_of(r.conversation, conversations, by_file)
         if conv is None:
             out.append(Match(r, None, "unknown conversation"))
             continue

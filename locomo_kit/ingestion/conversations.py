@@ -37,6 +37,15 @@ def reset_record(system: MemorySystem, folder: RunFolder, conversation_id: str, 
     folder.append(INGEST_FILE, {**record, "at": utc_now()})
 
 
+def held_now(system: MemorySystem, conversation_id: str) -> int | None:
+    """What ``system`` holds of the conversation now; None when it cannot say (the ingestion goes on: the check
+    after the last session counts again)."""
+    try:
+        return system.held(conversation_id)
+    except MemorySystemError:
+        return None
+
+
 def ingest_conversation(system: MemorySystem, conv: Conversation, folder: RunFolder, force: bool = False,
                         progress: bool | None = None) -> IngestSummary:
     """Every session of ``conv`` not yet recorded ``ok`` into the open ``system``."""
@@ -65,8 +74,11 @@ def ingest_conversation(system: MemorySystem, conv: Conversation, folder: RunFol
                 kept = session_fidelity(session, stored.texts)
                 result.turns, result.turns_kept = kept["turns"], kept["turns_kept"]
                 result.fidelity, result.lost_turns = kept["fidelity"], kept["lost_turns"]
+            result.acknowledged = stored.acknowledged
             if stored.stored == 0:
                 result.status, result.error = "failed", system.nothing_stored_text()
+            elif not system.transforms:  # a system that stores what it is given: what it holds now, session by session
+                result.held_after = held_now(system, conv.sample_id)
         except MemorySystemError as exc:
             result.status, result.error = "failed", system.failure_text(exc)
             if isinstance(exc, SystemUnavailable):

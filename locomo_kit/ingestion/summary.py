@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from locomo_kit.ingestion.writes import check_lines, own_writes_lines
 from locomo_kit.outcome import Outcome
 from locomo_kit.runs.folder import utc_now
 from locomo_kit.runs.records import ZERO_OBSERVATIONS
@@ -39,6 +40,8 @@ class SessionResult:
     turns_kept: int | None = None
     fidelity: float | None = None
     lost_turns: list[str] | None = None
+    acknowledged: int | None = None  # the writes the system acknowledged, where not ``observations``
+    held_after: int | None = None  # what the system held of the conversation after this session (when counted)
 
 
 @dataclass
@@ -50,6 +53,8 @@ class IngestSummary:
     noun: str = "observations"  # what the system stores per session, as the lines name it (its stored_noun)
     compression: dict | None = None  # what the compressor kept (locomo_kit.scoring.compression.measure)
     notes: list[str] = field(default_factory=list)  # worth a line, not a failure
+    held_check: dict | None = None  # what the system holds against what it acknowledged (ingestion.writes)
+    own_writes: dict | None = None  # sampled writes searched by their own words (ingestion.writes.own_writes)
 
     @property
     def ingested(self) -> list[SessionResult]:
@@ -73,8 +78,14 @@ class IngestSummary:
 
     @property
     def succeeded(self) -> bool:
-        """Every session ingested and produced observations."""
-        return not (self.failed or self.zero_observation_sessions or self.aborted or self.not_attempted)
+        """Every session ingested and produced observations, and the system holds what it acknowledged."""
+        return not (self.failed or self.zero_observation_sessions or self.aborted or self.not_attempted
+                    or self.lost_writes)
+
+    @property
+    def lost_writes(self) -> str | None:
+        """The LOST WRITES line when the system stores what it is given and holds fewer than it acknowledged."""
+        return (self.held_check or {}).get("problem")
 
     def lines(self) -> list[str]:
         out = [f"sessions ingested: {len(self.ingested)}, failed: {len(self.failed)}, "
@@ -87,6 +98,8 @@ class IngestSummary:
             out.append(f"{self.noun} stored per session: min {min(obs)}, mean {sum(obs) / len(obs):.1f}, max {max(obs)}; "
                        f"seconds per session: mean {sum(secs) / len(secs):.2f}, max {max(secs):.2f}")
         out += summary_lines(self.compression)
+        out += check_lines(self.held_check)
+        out += own_writes_lines(self.own_writes)
         for r in self.failed:
             out.append(f"FAILED {r.content_session_id}: {r.error}")
         zero = self.zero_observation_sessions
@@ -101,6 +114,8 @@ def ingest_outcome(summary: IngestSummary, total: int | None = None) -> Outcome:
     out = Outcome("ingest", unit="session", total=total, done=len(summary.ingested), skipped=summary.skipped)
     out.add_failures(f"{r.content_session_id}: {r.error}" for r in summary.failed)
     out.stopped = getattr(summary, "aborted", None)
+    if lost := getattr(summary, "lost_writes", None):
+        out.problems.append(lost)
     zero = summary.zero_observation_sessions
     if zero:
         out.notes.append(f"{len(zero)} session(s) produced ZERO {summary.noun}: "

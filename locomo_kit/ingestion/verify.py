@@ -8,10 +8,14 @@ import sys
 from typing import Any
 
 from locomo_kit.dataset import Conversation, questions
+from locomo_kit.ingestion.held import held_at_ingestion
+from locomo_kit.ingestion.writes import acknowledged_of, fell_short, lost_text
 from locomo_kit.qa.retrieval import retrieve as retrieve_memories
 from locomo_kit.qa.system_search import SystemSearch, check_query_strategy
+from locomo_kit.runs import RunFolder
+from locomo_kit.runs.records import done_sessions
 from locomo_kit.settings import SystemSpec
-from locomo_kit.systems.base import MemorySystem
+from locomo_kit.systems.base import MemorySystem, declaration
 from locomo_kit.systems.runner import ResolvedSystem, observation, resolve_system
 
 
@@ -47,6 +51,26 @@ def format_verification(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def held_against_acknowledged(system: MemorySystem, folder: RunFolder, conversation_id: str, held: int, *,
+                              label: str | None = None) -> str | None:
+    """Printed: what ``system`` holds of the conversation against what it acknowledged at ingestion. Returns the
+    loss in words (both numbers, during ingestion or since) for a system that stores what it is given and holds
+    fewer; None otherwise."""
+    done = done_sessions(folder, conversation_id, system.unit)
+    if not done:
+        return None
+    acknowledged = sum(acknowledged_of(r) for r in done.values())
+    print(f"  held {held} of the {acknowledged} memories acknowledged at ingestion ({declaration(system)})")
+    if system.transforms or held >= acknowledged:
+        return None
+    then = held_at_ingestion(folder, conversation_id, done)
+    row = {"conversation": conversation_id, "held": held, "acknowledged": acknowledged,
+           "sessions_short": fell_short(done)}
+    during = then is not None and then < acknowledged and held >= then
+    return lost_text(label or system.name, row, "during ingestion" if during else
+                     "since its ingestion" + (f", after which it held {then}" if then is not None else ""))
+
+
 def verify_system(system: SystemSpec | ResolvedSystem | str | None, *, conversations: list[Conversation],
                   sample: str | None = None, top: int = 3, query_strategy: str = "question") -> int:
     """Print what ``system`` holds of each conversation and its probes; 0 when it holds every one and each probe
@@ -65,6 +89,9 @@ def verify_system(system: SystemSpec | ResolvedSystem | str | None, *, conversat
         for conv in conversations:
             report = verify_conversation(opened, conv, top, query_strategy)
             print(format_verification(report))
+            if lost := held_against_acknowledged(opened, folder, conv.sample_id, report["held"], label=resolved.name):
+                ok = False
+                print(f"locomo-kit: error: LOST WRITES: {lost}", file=sys.stderr)
             empty = sum(not p["results"] for p in report["probes"])
             if not report["held"] or empty:
                 ok = False

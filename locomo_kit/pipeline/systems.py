@@ -10,6 +10,7 @@ from locomo_kit.dataset import Conversation
 from locomo_kit.ingestion.conversations import ingest_conversations
 from locomo_kit.ingestion.held import check_answerable, check_held
 from locomo_kit.ingestion.summary import IngestSummary, ingest_outcome
+from locomo_kit.ingestion.writes import check_writes, own_writes
 from locomo_kit.llm.execute import CallSettings
 from locomo_kit.qa.answering import QARunner
 from locomo_kit.runs import RunFolder, utc_now
@@ -55,6 +56,10 @@ def ingest_system(system: ResolvedSystem, *, folder: RunFolder, conversations: l
                 folder.update_manifest(compression=summary.compression)
             except MemorySystemError as exc:  # the ingestion's outcome stands; only the measurement is missing
                 summary.notes.append(f"compression fidelity not measured: {exc}")
+        if not summary.aborted:  # what it holds against what it acknowledged, fresh or resumed
+            summary.held_check = check_writes(opened, folder, conversations, label=system.name)
+            summary.own_writes = own_writes(opened, folder, conversations, label=system.name)
+        folder.update_manifest(held_check=summary.held_check, read_your_writes=summary.own_writes)
         outcome = ingest_outcome(summary, sum(len(c.sessions) for c in conversations))
         folder.update_manifest(ingest={"finished_at": utc_now(), "ingested": len(summary.ingested),
                                        "failed": len(summary.failed), "skipped": summary.skipped,

@@ -121,9 +121,12 @@ def done_questions(run: RunFolder, config_key: str) -> set[tuple[str, int]]:
 
 
 def _retrieved(o: Observation) -> dict[str, Any]:
-    return {"id": o.id, "content": o.content, "source_turns": o.source_turns,
-            "score": o.metadata.get("score"), "session": o.metadata.get("session"),
-            "event_date": o.metadata.get("event_date")}
+    out = {"id": o.id, "content": o.content, "source_turns": o.source_turns,
+           "score": o.metadata.get("score"), "session": o.metadata.get("session"),
+           "event_date": o.metadata.get("event_date")}
+    if o.metadata.get("placed_by"):  # turn ids the adapter found by text, not ids the system returned
+        out["placed_by"] = o.metadata["placed_by"]
+    return out
 
 
 def failure_text(exc: Exception) -> str:

@@ -38,11 +38,11 @@ from locomo_kit.reports.question_table import RunRef
 from locomo_kit.reports.runs_explorer import CrossRuns, cross_runs, write_runs_page
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder, ingestion_folder, utc_now
-from locomo_kit.runs.records import INGEST_FILE
+from locomo_kit.runs.records import INGEST_FILE, run_problems
 
 QUOTED = "quoted, not measured here"
 PAIRED_METRICS = ("evidence_recall", "locomo_f1", "mem0_f1")
-CSV_FIELDS = ["system", "status", "measured", "budget", "questions", "answerer", "evidence_recall", "recall@10",
+CSV_FIELDS = ["system", "status", "measured", "budget", "questions", "answerer", "evidence_recall", "traced", "recall@10",
               "session_recall@10", "session_recall@10_chance", "session_hit@5", "session_hit@5_chance",
               "sessions_retrieved", "locomo_f1", "mem0_f1", "j_mem0", "j_strict", "j_playbook", "ingest_s",
               "search_p50_ms", "search_p95_ms", "context_tokens", "run_id", "settings", "source", "note"]
@@ -99,6 +99,12 @@ def measured_row(system: str, run: RunFolder, ok: bool) -> dict[str, Any]:
            "ingest_s": ingest_seconds(run), "search_p50_ms": point["search_p50_ms"],
            "search_p95_ms": point["search_p95_ms"], "context_tokens": point["context_tokens"],
            "run_id": run.run_id, "measured": "measured here"}
+    traced = s.get("trace") or {}
+    row["traced"] = None if traced.get("share_placed") is None else 100 * traced["share_placed"]
+    if row["evidence_recall"] is None and traced.get("retrieved") and not traced.get("share_placed"):
+        row["evidence_recall_note"] = "not measured: no retrieved memory could be placed on a turn"
+    if not ok:  # why it is not a result (a system that lost writes, an incomplete ingestion), beside the row
+        row["note"] = "; ".join(run_problems(run)) or "a stage did not complete: see the run's report"
     ident = s["manifest"].get("system") or s["manifest"].get("worker") or {}
     row["settings"] = json.dumps(ident.get("settings") or {}, sort_keys=True, default=str)
     return row
@@ -151,6 +157,7 @@ def quoted_rows() -> list[dict[str, Any]]:
 
 
 MEASURED_COLUMNS = [("system", "system"), ("budget", "context budget"), ("evidence_recall", "evidence recall within budget %"),
+                    ("traced", "retrieved traced to turns %"),
                     ("recall@10", "recall@10 %"), ("session_recall@10", "session R@10 % (chance)"),
                     ("session_hit@5", "session hit@5 % (chance)"), ("sessions_retrieved", "sessions retrieved"),
                     ("locomo_f1", "official F1 %"),
@@ -173,7 +180,10 @@ def leaderboard_lines(rows: list[dict[str, Any]]) -> list[str]:
         cells = []
         for key, _ in cols:
             if key == "system":
-                cells.append(r["system"] + ("" if r["status"] == "ok" else f" (**{r['status']}**)"))
+                cells.append(r["system"] + ("" if r["status"] == "ok" else f" (**{r['status']}**"
+                                            + (f": {r['note']}" if r.get("note") else "") + ")"))
+            elif key == "evidence_recall" and r.get("evidence_recall_note"):
+                cells.append("not measured")
             elif key in ("session_recall@10", "session_hit@5"):
                 cells.append(f"{num(r[key])} ({num(r[key + '_chance'])})")
             elif key == "search_p50_ms" or key == "search_p95_ms":
@@ -343,7 +353,9 @@ def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: Seq
     md += footing_lines(rows, sample=sample, answer_model=answer_model, judge_model=judge_model, protocol=protocol,
                         budgets=budgets)
     md += ["## Measured here", ""] + leaderboard_lines(rows) + [""]
-    md += ["Evidence recall within budget: share of a question's evidence turns in the context the answerer saw; "
+    md += ["Evidence recall within budget: share of a question's evidence turns in the context the answerer saw "
+           "(not measured where no retrieved memory could be placed on a turn); traced: share of the retrieved "
+           "memories placed on LoCoMo turns, by turn ids from the system or by the 80% text rule; "
            "recall@10: among the first 10 results (spans for a system that packs its own budget); session R@10 and "
            "hit@5: over the first k distinct sessions retrieved, with the chance level for the conversation's session "
            "count in parentheses (k sessions drawn at random: min(k, N)/N; 1 - C(N-e, k)/C(N, k)). Ingest s: the sum "

@@ -30,6 +30,20 @@ AUDIT_SOURCE = f"dial481/locomo-audit errors.json at {AUDIT_COMMIT[:12]}, CC BY-
 CATS = (1, 2, 3, 4)
 
 
+def trace_phrase(traced: dict[str, Any]) -> str:
+    """``retrieved memories traced to turns: 100.0% (2,031 by turn ids from the system, 0 by the text rule, 0
+    not placed)``, or why nothing could be measured."""
+    n = int(traced.get("retrieved") or 0)
+    if not traced.get("share_placed"):
+        return (f"none of the {n:,} retrieved memories could be placed on a LoCoMo turn, by turn id or by text: "
+                "evidence recall is not measured")
+    out = (f"retrieved memories traced to turns: {100 * traced['share_placed']:.1f}% ({traced['turn_ids']:,} by turn "
+           f"ids from the system, {traced['text']:,} by the text rule, {traced['none']:,} not placed)")
+    if traced.get("questions_not_measured"):
+        out += f"; {traced['questions_not_measured']} question(s) not measured (nothing they retrieved was placed)"
+    return out
+
+
 def _by_cat(rows: list[dict]) -> dict:
     return {r["category"]: r for r in rows}
 
@@ -141,8 +155,13 @@ def header_lines(run: RunFolder, conversations: list[Conversation], s: dict) -> 
               + pending_banner(run, include_answers=False) + reliability_banners(run, s, conversations))
     coverage = diag.get("overall", {}).get("coverage@8")
     budget = m.get("answer", {}).get("context_budget")
-    retrieved = (f"; evidence within the {budget:,}-token context: {num(diag.get('overall', {}).get('recall_all'))}%"
+    recall = diag.get("overall", {}).get("recall_all")
+    traced = s.get("trace") or {}
+    unplaced = bool(traced.get("retrieved")) and not traced.get("share_placed")
+    retrieved = (f"; evidence within the {budget:,}-token context: "
+                 + ("not measured" if unplaced and recall is None else f"{num(recall)}%")
                  if budget else f"; evidence retrieved in the top 8: {num(coverage)}%" if coverage is not None else "")
+    retrieved += f" ({trace_phrase(traced)})" if traced.get("retrieved") else ""
     lines += [f"**Summary.** {', '.join(s['samples'])}: {s['questions']} questions answered by {s['answerer_label']} "
               f"from {source_phrase(m, s['source'])}"
               f"; official F1 {num(f1['overall']['mean'])}% {interval(f1['overall']['ci_low'], f1['overall']['ci_high'])}"

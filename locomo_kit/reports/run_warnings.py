@@ -31,6 +31,17 @@ def run_warnings(run: RunFolder, conversations: list[Conversation]) -> list[str]
     answers = load_answers(run)
     memory = [a for a in answers if a.get("source") == "memory"]
     ingestion = ingestion_folder(m["ingestion"]["id"]) if m.get("ingestion", {}).get("id") else run
+    held = ingestion.manifest().get("held_check") or {}
+    if held.get("problem"):
+        out.append(f"> **{held['problem']}.** It acknowledged writes it does not hold: every number below "
+                   "understates what a system that keeps its writes would score, and says nothing about this one's "
+                   "retrieval. This run is not a result.")
+    own = ingestion.manifest().get("read_your_writes") or {}
+    if own.get("warning"):
+        out.append(f"> **{own['warning']}.** Questions about what it does not return cannot be answered from it.")
+    elif own.get("sampled"):
+        out.append(f"> Read-your-writes: {own['found']} of {own['sampled']} sampled writes were found by their own "
+                   f"words after ingestion (top {own.get('top_k', 10)}).")
     if memory or m.get("ingest"):
         gaps = ingestion_gaps(ingestion, conversations, mode)
         if gaps["missing"]:

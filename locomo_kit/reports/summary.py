@@ -122,6 +122,20 @@ def retrieval_diagnostics(answered: list[dict]) -> list[dict]:
     return diagnostics
 
 
+def trace_totals(answered: list[dict]) -> dict[str, Any] | None:
+    """How the run's retrieved memories were placed on turns (summed over questions, categories 1-4): counts
+    per way (``turn_ids``, ``text``, ``none``), the share placed, and the questions whose evidence figures
+    are not measured because nothing they retrieved could be placed. None when nothing was traced."""
+    traced = [s["trace"] for s in answered if s.get("trace")]
+    if not traced:
+        return None
+    out: dict[str, Any] = {k: sum(int(t.get(k) or 0) for t in traced) for k in ("turn_ids", "text", "none", "retrieved")}
+    placed = out["turn_ids"] + out["text"]
+    out["share_placed"] = placed / out["retrieved"] if out["retrieved"] else None
+    out["questions_not_measured"] = sum(1 for s in answered if str(s.get("coverage_method", "")).startswith("not measured"))
+    return out
+
+
 def judge_tables(judgements: list[dict]) -> dict[str, list[dict]]:
     """J per protocol: playbook (0-100), mem0 and strict (binary)."""
     return {"playbook": playbook_j([j for j in judgements if j["protocol"] == "playbook"]),
@@ -222,6 +236,7 @@ def summarize_run(run: RunFolder) -> dict[str, Any]:
         "calibration": calibration_rates(judgements_all),
         "audited": audited_view(run, key, judgements_all, judgements),
         "diagnostics": diagnostics,
+        "trace": trace_totals(answered),
         "latency_ms": {"search": _percentiles(search), "answer": _percentiles(answer_ms), "total": _percentiles(total)},
         "tokens_per_question": tokens,
         "costs": costs,

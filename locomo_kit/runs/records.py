@@ -70,12 +70,18 @@ def load_answers(run: RunFolder, config_key: str | None = None) -> list[dict]:
 
 
 def run_problems(run: RunFolder) -> list[str]:
-    """Why a run whose stages all ended is still not a result (its report says so at the top): an incomplete
-    ingestion, or no memory retrieved for any question. Empty when there is none."""
+    """Why a run whose stages all ended is still not a result (its report says so at the top): a system that
+    lost writes it acknowledged, an incomplete ingestion, or no memory retrieved for any question. Empty when
+    there is none."""
     ingestion_id = run.manifest().get("ingestion", {}).get("id")
-    ingest = (ingestion_folder(ingestion_id) if ingestion_id else run).manifest().get("ingest", {})
+    manifest = (ingestion_folder(ingestion_id) if ingestion_id else run).manifest()
+    ingest = manifest.get("ingest", {})
     problems = []
-    if ingest and not ingest.get("succeeded", True):
+    lost = (manifest.get("held_check") or {}).get("problem")
+    if lost:
+        problems.append(lost)
+    if ingest and not ingest.get("succeeded", True) and not (lost and not ingest.get("failed")
+                                                             and not ingest.get("not_attempted")):
         problems.append(f"ingestion incomplete ({ingest.get('failed', 0)} session(s) failed, "
                         f"{ingest.get('not_attempted', 0)} not attempted)")
     memory = [a for a in load_answers(run) if a.get("source") == "memory"]

@@ -98,3 +98,35 @@ def ndcg(ranks: list[int] | None, n_evidence: int, k: int) -> float | None:
     dcg = sum(1 / math.log2(r + 1) for r in ranks if r <= k)
     ideal = sum(1 / math.log2(r + 1) for r in range(1, min(n_evidence, k) + 1))
     return dcg / ideal
+
+
+PLACES = ("turn_ids", "text", "none")  # how a retrieved memory was placed on LoCoMo turns
+
+
+def placed_by(memory: Mapping, by_ids: bool, turn_sets: list[set[str]]) -> str:
+    """How one retrieved memory was placed, as the evidence figures read it: ``turn_ids`` (turn ids the
+    system returned), ``text`` (the 80% text rule, or turn ids the kit found by the text it wrote) or
+    ``none``. In a context where any memory has turn ids (``by_ids``), a memory without any is not placed."""
+    turns = memory.get("source_turns") or []
+    if turns:
+        return "text" if memory.get("placed_by") == "text" else "turn_ids"
+    if by_ids:
+        return "none"
+    ctx = set(stemmed_tokens(str(memory.get("content", ""))))
+    return "text" if any(need and len(need & ctx) >= 0.8 * len(need) for need in turn_sets) else "none"
+
+
+def trace(retrieved: list[Mapping], turn_sets: list[set[str]]) -> dict[str, int | float | None]:
+    """How many retrieved memories were placed each way (:data:`PLACES`), and the share placed (None when
+    nothing was retrieved). ``turn_sets``: the stemmed word set of every turn of the conversation."""
+    by_ids = any(m.get("source_turns") for m in retrieved)
+    counts = dict.fromkeys(PLACES, 0)
+    for m in retrieved:
+        counts[placed_by(m, by_ids, turn_sets)] += 1
+    placed = counts["turn_ids"] + counts["text"]
+    return {**counts, "retrieved": len(retrieved), "share_placed": placed / len(retrieved) if retrieved else None}
+
+
+def turn_word_sets(turn_text: Mapping[str, str]) -> list[set[str]]:
+    """The stemmed word set of each turn (what :func:`trace` places memories on)."""
+    return [set(stemmed_tokens(text)) for text in turn_text.values()]

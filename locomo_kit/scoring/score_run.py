@@ -13,7 +13,15 @@ from locomo_kit.dataset import Conversation
 from locomo_kit.paths import write_atomic
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.runs.records import SCORES_FILE
-from locomo_kit.scoring.diagnostics import answer_in_context, evidence_coverage, evidence_ranks, ndcg, reciprocal_rank
+from locomo_kit.scoring.diagnostics import (
+    answer_in_context,
+    evidence_coverage,
+    evidence_ranks,
+    ndcg,
+    reciprocal_rank,
+    trace,
+    turn_word_sets,
+)
 from locomo_kit.scoring.gold import AuditEntry, gold_for
 from locomo_kit.scoring.locomo_f1 import locomo_f1
 from locomo_kit.scoring.mem0_f1 import bleu1, mem0_f1
@@ -42,14 +50,19 @@ class QuestionScore:
     ndcg: dict[str, float | None] = field(default_factory=dict)  # "@k" -> NDCG@k of evidence turns
     evidence_recall: float | None = None  # share of evidence turns among everything retrieved (k = top_k)
     session_recall: dict | None = None  # session-level recall/hit@k with chance levels (scoring.session_recall)
+    trace: dict | None = None  # how each retrieved memory was placed on turns (scoring.diagnostics.trace)
     created_at: str = field(default_factory=utc_now)
 
 
 def score_answer(record: dict, turn_text: dict[str, str], gold_key: str = "original",
                  audit: dict[tuple[str, int], AuditEntry] | None = None,
-                 n_sessions: int | None = None) -> QuestionScore:
+                 n_sessions: int | None = None, turn_sets: list[set[str]] | None = None) -> QuestionScore:
     """``n_sessions``: the conversation's session count (the chance level's N; default: the sessions
-    ``turn_text``'s turn ids name)."""
+    ``turn_text``'s turn ids name); ``turn_sets``: :func:`~locomo_kit.scoring.diagnostics.turn_word_sets` of
+    ``turn_text`` (computed when not given).
+
+    Where memories were retrieved and none of them could be placed on a turn, the evidence figures are not
+    measured (None), never 0."""
     cat = int(record["category"])
     pred = record["prediction"] or ""
     gold, evidence = gold_for(record, gold_key, audit or {})
@@ -67,6 +80,10 @@ def score_answer(record: dict, turn_text: dict[str, str], gold_key: str = "origi
     if n_sessions is None:
         n_sessions = len({t[1:].split(":")[0] for t in turn_text})
     sessions = session_recall(evidence, retrieved, turn_text, n_sessions)
+    traced = trace(retrieved, turn_word_sets(turn_text) if turn_sets is None else turn_sets) if retrieved else None
+    if traced and not traced["turn_ids"] and not traced["text"] and evidence:  # nothing could be placed
+        coverage, method = {f"@{k}": None for k in COVERAGE_KS}, "not measured: no retrieved memory could be placed"
+        rr, ndcgs, recall = None, {f"@{k}": None for k in NDCG_KS}, None
     no_context = record.get("source") == "imported" and not retrieved  # answered elsewhere, no context imported
     if record.get("source") == "full-context" or no_context:
         coverage, method = {f"@{k}": None for k in COVERAGE_KS}, "no context imported" if no_context else "full-context"
@@ -81,6 +98,7 @@ def score_answer(record: dict, turn_text: dict[str, str], gold_key: str = "origi
         evidence_sessions=sorted({int(e[1:].split(":")[0]) for e in evidence}),
         gold_key=gold_key, gold_changed=gold_key == "audited" and entry is not None and entry.answer_changed,
         reciprocal_rank=rr, ndcg=ndcgs, evidence_recall=recall, session_recall=sessions,
+        trace=None if record.get("source") == "full-context" else traced,
     )
 
 
@@ -93,7 +111,9 @@ def score_answers(run: RunFolder, answers: list[dict], conversations: list[Conve
         raise ValueError("the audited gold key needs the audit (locomo_kit.scoring.gold.load_audit)")
     turn_text = {c.sample_id: {t.dia_id: t.text for t in c.turns} for c in conversations}
     n_sessions = {c.sample_id: len(c.sessions) for c in conversations}
-    scores = [score_answer(a, turn_text.get(a["sample_id"], {}), key, audit, n_sessions.get(a["sample_id"]))
+    turn_sets = {sample: turn_word_sets(texts) for sample, texts in turn_text.items()}
+    scores = [score_answer(a, turn_text.get(a["sample_id"], {}), key, audit, n_sessions.get(a["sample_id"]),
+                           turn_sets=turn_sets.get(a["sample_id"], []))
               for key in gold_keys for a in answers]
     keys = {s.config_key for s in scores}
     kept = [r for r in run.records(SCORES_FILE) if r.get("config_key") not in keys]

@@ -172,11 +172,22 @@ class SessionIngest:
     """What one session added: ``stored`` memories (0 means the system stored nothing for it, which
     the kit records as a failed session), and an optional note for the record. ``texts``: for a system
     that ``compresses`` sessions, the text of the memories this session produced (the kit measures which
-    turns survive in them)."""
+    turns survive in them). ``acknowledged``: the writes the system acknowledged for this session, when
+    ``stored`` says something else (a count of the whole conversation after a session write); None: ``stored``.
+
+    After the last session the kit compares what the system holds (:meth:`MemorySystem.held`) with the sum
+    of what it acknowledged: a system that stores what it is given (no ``transforms``) and holds fewer has
+    lost writes, and its run is not a result."""
 
     stored: int
     note: str | None = None
     texts: list[str] | None = None
+    acknowledged: int | None = None  # writes the system acknowledged for this session, where not ``stored``
+
+
+def declaration(system: "MemorySystem") -> str:
+    """What ``system`` declares it does with what it is given, as manifests and reports say it."""
+    return f"transforms what it is given ({system.transforms})" if system.transforms else "stores what it is given"
 
 
 class MemorySystem(ABC):
@@ -209,6 +220,9 @@ class MemorySystem(ABC):
     # Capabilities only some systems have (the claude-mem Workers: see locomo_kit.systems.workers). The
     # defaults are those of a system that stores synchronously, as it is given, in its own store.
     compresses: bool = False  # it rewrites what it is given (a compressor): the kit measures what survives
+    # what it declares it does with what it is given: None, the default, "stores what it is given" (then it must
+    # hold every write it acknowledged); else how it transforms it ("a compressor: ...", "an LLM extraction: ...")
+    transforms: str | None = None
     read_your_writes: ClassVar[bool] = False  # a memory may not be searchable at once: the kit waits after ingesting
     worker_records: ClassVar[bool] = False  # records in a Worker's shape: no "system" entry, the identity under "worker"
 

@@ -69,6 +69,10 @@ class Mem0System(MemorySystem):
                         "model": options.get("llm_model") or os.environ.get("LOCOMO_MEM0_LLM_MODEL")
                         or DEFAULT_LLM_MODEL,
                         "api_key": options.get("llm_api_key") or os.environ.get("LOCOMO_MEM0_LLM_API_KEY") or ""}
+        # with an LLM, Mem0 keeps the facts its LLM extracts (fewer memories than turns, by design); without
+        # one each turn is stored as it is given
+        self.transforms = (f"an LLM extraction: Mem0 keeps the facts {self.llm['model']} extracts from the turns"
+                           if self.llm else None)
         self._host: SystemHost | None = None
         self._versions: dict[str, str] = {}
 

@@ -76,6 +76,8 @@ class WorkerSystem(MemorySystem):
             raise ValueError(f"mode must be transcript or turns, got {mode!r}")
         self.url, self.unit = url, mode
         self.compresses = mode == "transcript"
+        self.transforms = ("a compressor: the Worker rewrites each session's transcript into observations"
+                           if self.compresses else None)
         self.session_timeout, self.poll_interval, self.ready_timeout = session_timeout, poll_interval, ready_timeout
         self._stack: ExitStack | None = None
         self.client: WorkerClient | None = None

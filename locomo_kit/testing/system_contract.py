@@ -18,7 +18,8 @@ forgets the conversations it uses, except that the read-only checks share one in
 forget check then uses up). The conversations are the first sessions of two LoCoMo
 conversations from ``data/locomo10.json`` (``LOCOMO_DATASET`` to point elsewhere); override the
 ``conversations`` fixture to use others. What is checked: identity and health; ingestion is
-idempotent; search returns text best first, at most ``top_k``, with exact turn ids when the system
+idempotent; a system that stores what it is given holds every write it acknowledged (one that declares it
+transforms what it is given, ``transforms``, is exempt); a count on an empty store answers 0; search returns text best first, at most ``top_k``, with exact turn ids when the system
 claims them, and finds a stored turn by its own words; real LoCoMo questions about those sessions
 (:data:`PROBE_QUESTIONS`, asked as an agent asks them, never a turn's own words) find their evidence
 turns, so a search that only matches exact stored text fails; a context budget is respected (by the
@@ -193,6 +194,34 @@ class SystemContract:
         again = system.ingest_session(conv, conv.sessions[0])
         assert again.stored > 0
         assert system.held(conv.sample_id) == held, "sending a session again stored its memories twice"
+
+    def test_holds_what_it_acknowledged(self, system, conversations):
+        if system.transforms:
+            pytest.skip(f"{system.name} declares it transforms what it is given ({system.transforms}): it holds "
+                        "what it makes of it, measured by the kit, not every write")
+        conv = conversations[0]
+        acknowledged = 0
+        for session in conv.sessions:
+            got = system.ingest_session(conv, session)
+            acknowledged += got.stored if got.acknowledged is None else got.acknowledged
+        held = system.held(conv.sample_id)
+        assert held >= acknowledged, (
+            f"{system.name} acknowledged {acknowledged} writes of {conv.sample_id}'s first {len(conv.sessions)} "
+            f"sessions and holds {held}: it lost {acknowledged - held} of them. A write key that repeats (the server "
+            "keeps one item per key and overwrites it) is the usual cause: make each write's key unique, e.g. "
+            "{dia_id} in an MCP profile; `locomo-kit systems check` shows the writes. A system that rewrites what "
+            "it is given declares it (its class's ``transforms``).")
+
+    def test_count_on_an_empty_store(self, system, conversations):
+        for conversation_id in (conv.sample_id for conv in conversations):  # each forgotten before this check
+            try:
+                held = system.held(conversation_id)
+            except MemorySystemError as exc:
+                raise AssertionError(
+                    f"{system.name} cannot count a conversation it holds nothing of ({conversation_id}): {exc}. "
+                    "Counting must answer 0 on an empty store (an MCP profile whose count tool answers text such as "
+                    "\"No matching context found\" names it in [count] none_if)") from None
+            assert held == 0, f"{system.name} holds {held} memories of {conversation_id}, which holds nothing"
 
     def test_resumable_ingestion(self, system, conversations, tmp_path):
         conv = conversations[0]

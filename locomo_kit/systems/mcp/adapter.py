@@ -98,6 +98,7 @@ class MCPSystem(MemorySystem):
         self._opened: set[str] = set()
         self._running: set[str] = set()
         self._locators: dict[str, TurnLocator] = {}
+        self.calls: list[dict[str, Any]] | None = None  # a list: every tool call, its arguments and raw result go in
 
     # -- what names the system before it starts --------------------------------------------------
     @classmethod
@@ -216,7 +217,12 @@ class MCPSystem(MemorySystem):
         arguments = render(tool.arguments, {"conversation": conversation, "data": str(self.data), **variables})
         result = call(self._host, self.name, "call", key=key, tool=tool.tool, arguments=arguments,
                       seconds=self.profile.call_timeout, timeout=self.profile.call_timeout + 60)
+        if self.calls is not None:  # what `locomo-kit systems check` shows
+            self.calls.append({"tool": tool.tool, "arguments": arguments, "result": result})
         if "error" in result:
+            if result.get("gone"):  # the server is gone: nothing more can be done with it now
+                self._running.discard(key)
+                raise SystemUnavailable(f"{self.name}: its MCP server stopped: {result['error']}")
             raise MemorySystemError(f"{self.name}: {result['error']}")
         if result.get("is_error"):
             message = "\n".join(result.get("text") or []) or "(no message)"
@@ -291,9 +297,12 @@ class MCPSystem(MemorySystem):
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists() or path.read_text(encoding="utf-8") != text:
                 write_atomic(path, text)
+            before = self.held(cid)
             self._tool(cid, p.write, {**base, "session_file": str(path), "session_text": text})
             held = self.held(cid)
-            return SessionIngest(held, f"{p.write.tool} of {path.name}; the conversation holds {held} memories")
+            # the server acknowledges a session write without a count: what the conversation gained is what it took
+            return SessionIngest(held, f"{p.write.tool} of {path.name}; the conversation holds {held} memories",
+                                 acknowledged=max(0, held - before))
         for turn in session.turns:
             self._tool(cid, p.write, {**base, "dia_id": turn.dia_id, "speaker": turn.speaker, "text": turn.text,
                                       "line": turn_line(session, turn)})
@@ -357,12 +366,13 @@ class MCPSystem(MemorySystem):
     def _memory(self, item: Any, rmap: ResultMap, locator: TurnLocator | None) -> Memory:
         f = memory_fields(item, rmap)
         turns: list[str] = []
+        meta: dict[str, Any] = {}
         if f["turn"]:
-            turns = [f["turn"]]
+            turns, meta["placed_by"] = [f["turn"]], "system"
         elif locator is not None:
             turns = locator.turns_of(f["text"])
+            meta["placed_by"] = "text" if turns else "none"  # the kit's match of the text it rendered
         score = f["score"]
-        meta: dict[str, Any] = {}
         if score is not None:
             meta["server_score"] = score
             if rmap.score_order == "lower":  # the kit's scores are higher-is-better

@@ -39,6 +39,13 @@ def _describe(exc: BaseException) -> str:
     return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
 
 
+def _closed(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection to the server is closed (its process is gone)."""
+    from mcp.types import CONNECTION_CLOSED  # deferred: the SDK lives only in the host's environment
+
+    return getattr(_leaf(exc), "code", None) == CONNECTION_CLOSED
+
+
 class Server:
     """One MCP server process and its client session, alive inside the host's event loop."""
 
@@ -132,6 +139,12 @@ def open_system(settings: dict):
         except BaseException as exc:
             if isinstance(_leaf(exc), (TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError)):
                 return {"error": str(server.error(f"did not answer {tool} within {timeout:.0f} s", "no result"))}
+            if _closed(exc):  # the server went away (it crashed or exited): it is no longer running
+                servers.pop(key, None)
+                if server.stop_event is not None:
+                    loop.call_soon_threadsafe(server.stop_event.set)
+                return {"error": str(server.error(f"closed the connection while calling {tool}", _describe(exc))),
+                        "gone": True}
             return {"error": str(server.error(f"failed calling {tool}", _describe(exc)))}
         texts = [c.text for c in (getattr(result, "content", None) or []) if getattr(c, "type", "") == "text"]
         return {"is_error": bool(getattr(result, "is_error", False)), "text": texts,

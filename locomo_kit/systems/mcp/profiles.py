@@ -254,11 +254,15 @@ class _Reader:
         turn_pattern = self.string(key, table, "turn_pattern")
         if turn_pattern and self.regex(f"{key}.turn_pattern", turn_pattern).groups < 1:
             raise self.fail(f"{key}.turn_pattern", "needs one group: the turn id (e.g. \"(D\\\\d+:\\\\d+)\")")
+        # for text results the pattern's named groups are the default paths (an item is the groups' dict)
+        groups = set(self.regex(f"{key}.pattern", pattern).groupindex) if kind == "text" and pattern else set()
+        default = {name: name if name in groups else None for name in ("id", "turn", "score")}
         return ResultMap(kind=kind or "structured", items=self.string(key, table, "items", "") or "",
                          pattern=pattern, text=self.string(key, table, "text", "text") or "text",
-                         id=self.string(key, table, "id"), turn=self.string(key, table, "turn"),
+                         id=self.string(key, table, "id", default["id"]),
+                         turn=self.string(key, table, "turn", default["turn"]),
                          turn_pattern=turn_pattern,
-                         score=self.string(key, table, "score"),
+                         score=self.string(key, table, "score", default["score"]),
                          score_order=self.string(key, table, "score_order", "none", SCORE_ORDERS) or "none",
                          total=self.string(key, table, "total"), none_if=none_if)
 

@@ -41,7 +41,8 @@ def payload(result: dict, rmap: ResultMap, what: str) -> Any:
             return json.loads(joined)
         except ValueError:
             raise MemorySystemError(f"{what}: the result's text is not JSON ({joined[:300]!r}); the profile's "
-                                    "results = \"json-text\" does not fit this tool") from None
+                                    "results = \"json-text\" does not fit this tool (if that is its answer when "
+                                    "nothing is held, name it with none_if = \"<a regex of that text>\")") from None
     return joined
 
 
