@@ -19,9 +19,11 @@ from typing import Any
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
 from locomo_kit.imported.identity import IMPORT_FILE, SOURCE_PROTOCOL, imported
 from locomo_kit.reports.html import write_run_html
+from locomo_kit.reports.judges import judge_matrix, matrix_lines
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.runs.records import load_scores
+from locomo_kit.runs.verdicts import VERDICTS_PROTOCOL
 from locomo_kit.scoring.aggregate import wilson_ci
 
 SCORE_TOLERANCE = 1e-4  # the source's per-question scores are printed to about 4-16 digits
@@ -166,7 +168,7 @@ def kit_judge_agreement(answers: list[dict], judgements: list[dict]) -> list[dic
     source = {(a["sample_id"], a["question_index"]): a["imported"]["verdict"] for a in answers
               if a["imported"].get("verdict") is not None and a["category"] != 5}
     out = []
-    for protocol in sorted({j["protocol"] for j in judgements} - {SOURCE_PROTOCOL}):
+    for protocol in sorted({j["protocol"] for j in judgements} - {SOURCE_PROTOCOL, VERDICTS_PROTOCOL}):
         pairs = []
         for j in judgements:
             q = (j["sample_id"], j["question_index"])
@@ -332,6 +334,7 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
         lines += ["Every record matched a LoCoMo question.", ""]
     lines += ["## 8. Retrieval diagnostics", "", "None: the file carries no retrieved context, so evidence recall and "
               "the other retrieval measures cannot be computed for this run.", ""]
+    lines += matrix_lines(judge_matrix(run), heading="## 9. Judges side by side")
     return lines
 
 

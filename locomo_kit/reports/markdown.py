@@ -14,6 +14,7 @@ from locomo_kit.reports.errors import analyse
 from locomo_kit.reports.figures import write_figures
 from locomo_kit.reports.html import write_run_html
 from locomo_kit.reports.imported import build_imported_report
+from locomo_kit.reports.judges import judge_matrix, matrix_lines
 from locomo_kit.reports.pending import failed_answers, incomplete_judgements
 from locomo_kit.reports.reliability import reliability_banners
 from locomo_kit.reports.run_warnings import run_warnings
@@ -324,6 +325,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     lines += _table(["stage", "model", "input tokens", "output tokens", "cost (prices.json)"], rows)
     lines += ["Tokens include answers served from the disk cache (they cost nothing when rerun).", ""]
 
+    lines += matrix_lines(judge_matrix(run), heading="## 8. Judges side by side")
     lines += ["## Figures", ""] + [f"![{p.stem}](figures/{p.name})" for p in figures] + [""]
     lines += ["## Notes", ""] + [f"- {n}" for n in FOOTNOTES] + [f"- {MEM0_LABELLING}", ""]
     path = run.path / "report.md"

@@ -10,9 +10,11 @@ from locomo_kit.dataset import CATEGORY_NAMES, Conversation
 from locomo_kit.reports.errors import correctness, evidence_coverage, failure
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_answers, load_judgements, load_scores
+from locomo_kit.runs.verdicts import VERDICTS_PROTOCOL
 from locomo_kit.scoring.gold import AuditEntry, audit_for
 from locomo_kit.scoring.gold_judging import audited_config_key
 from locomo_kit.scoring.judge import SENTINEL
+from locomo_kit.scoring.verdict_sets import run_verdict_sets
 
 GOLD_KEYS = ("original", "audited")
 
@@ -61,7 +63,7 @@ def question_rows(run: RunFolder, conversations: list[Conversation],
     manifest = run.manifest()
     answers = load_answers(run, manifest.get("answer", {}).get("config_key"))
     if not answers:
-        return {"rows": [], "memories": [], "turns": {}, "gold_keys": [], "judge_protocols": []}
+        return {"rows": [], "memories": [], "turns": {}, "gold_keys": [], "judge_protocols": [], "judges": []}
     key = answers[0]["config_key"]
     scores = {g: {(s["sample_id"], s["question_index"]): s for s in load_scores(run, key, g)} for g in GOLD_KEYS}
     if scores["audited"] and audit is None:
@@ -70,6 +72,8 @@ def question_rows(run: RunFolder, conversations: list[Conversation],
     original_key, audited_key = key, audited_config_key(key)
     judged: dict[tuple[str, int], dict[str, list[dict]]] = {}
     for j in load_judgements(run):
+        if j["protocol"] == VERDICTS_PROTOCOL:  # imported verdict sets: each its own judge, in ``verdicts``
+            continue
         if j["answer_config_key"] in (original_key, audited_key):
             gold = "original" if j["answer_config_key"] == original_key else "audited"
             judged.setdefault((j["sample_id"], int(j["question_index"])), {}).setdefault(gold, []).append(j)
@@ -85,6 +89,7 @@ def question_rows(run: RunFolder, conversations: list[Conversation],
         if ref not in turns and t is not None:
             turns[ref] = {"speaker": t.speaker, "text": t.text, "image": t.image_caption}
 
+    sets, _ = run_verdict_sets(run, config_key=key)
     rows = []
     for a in answers:
         q = (a["sample_id"], int(a["question_index"]))
@@ -124,7 +129,10 @@ def question_rows(run: RunFolder, conversations: list[Conversation],
             "judgements": {"original": [_judgement(j) for j in original_judgements],
                            "audited": [_judgement(j) for j in js.get("audited", [])]},
             "retrieved": retrieved,
+            "verdicts": {g: {vs.name: {"correct": vs.verdicts[g][q], "reason": vs.reasons.get(q, "")}
+                             for vs in sets if q in vs.verdicts.get(g, {})} for g in GOLD_KEYS},
         })
     return {"rows": rows, "memories": memories, "turns": turns,
             "gold_keys": [g for g in GOLD_KEYS if scores[g]],
+            "judges": [{"name": vs.name, "kind": vs.kind, "basis": vs.basis} for vs in sets],
             "judge_protocols": sorted({j["protocol"] for js in judged.values() for j in js.get("original", [])})}
