@@ -14,8 +14,9 @@ from import_helpers import published_copy
 
 from locomo_kit.cli import main
 from locomo_kit.imported.verdicts import VerdictImportError, VerdictMapping
+from locomo_kit.llm import ScriptedLLM
 from locomo_kit.llm.openai_llm import OpenAICompatibleLLM
-from locomo_kit.pipeline.judges import add_verdicts, write_judges
+from locomo_kit.pipeline.judges import add_verdicts, bank_judges, write_judges
 from locomo_kit.pipeline.stages import run_judge
 from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.agreement import cohen_kappa, fleiss_kappa
@@ -245,3 +246,38 @@ def test_the_rules_and_the_statistics_on_small_cases():
     p = (sum(a) + sum(b)) / 10
     pi = (sum(x == y for x, y in zip(a, b)) / 5 - (p * p + (1 - p) * (1 - p))) / (1 - (p * p + (1 - p) * (1 - p)))
     assert fleiss_kappa([a, b]) == pytest.approx(pi)
+
+
+def test_the_judge_bank_as_people_beside_the_rules_and_a_kit_judge(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
+    bank, report_md = published_copy(tmp_path, "judge-bank/final-bank.json", "judge-bank/REPORT.md")
+    items = json.loads(bank.read_text())["items"]
+    candidates = {(it["question"], it["candidateAnswer"]): it["intendedClass"] for it in items}
+
+    def reply(system: str, prompt: str) -> str:  # accepts correct and vague answers, rejects specific-wrong ones
+        answer = prompt.split("Generated answer: ")[1].split("\n\nGive a one-sentence")[0]
+        question = prompt.split("Question: ")[1].split("\nGold answer: ")[0]
+        label = "WRONG" if candidates[(question, answer)] == "specific-wrong" else "CORRECT"
+        return json.dumps({"explanation": "scripted", "label": label})
+
+    path, m = bank_judges(bank, llm=ScriptedLLM(reply, model="scripted"), protocol="mem0", runs=3)
+    people = m["keys"]["original"]["people"]
+    assert people["human"] == "human" and people["classes"] == {c: 80 for c in people["classes"]}
+    rows = {r["judge"]: r for r in people["rows"]}
+    kit = rows["fake/scripted mem0 judge-mem0-paraphrase-v1 ×3"]
+    assert kit["acceptance"]["correct"]["k"] == 80 and kit["acceptance"]["specific-wrong"]["k"] == 0
+    assert kit["acceptance"]["vague-topical-wrong"]["k"] == 80 and kit["agreement"]["k"] == 160
+    assert kit["acceptance"]["vague-topical-wrong"]["low"] > 95
+    # the rules are judges against people too, measured on the same 240 answers
+    f1 = rows["rule:f1"]
+    direct = sum((it["intendedClass"] == "correct") == RULES["rule:f1"].decide(it["candidateAnswer"],
+                                                                               it["referenceAnswer"], int(it["category"]))
+                 for it in items)
+    assert f1["agreement"]["k"] == direct and f1["n"] == 240
+    md = path.read_text()
+    assert "| published: mem0 | 78.3 [72.7, 83.1] |" in md and "| published: strict-dial | 87.9" in md
+    assert "Against people (human" in md
+    # the same folder again: the kit judge's set is kept, nothing is asked again
+    _, again = bank_judges(bank)
+    assert {r["judge"] for r in again["keys"]["original"]["people"]["rows"]} == set(rows)
+    assert report_md.is_file()

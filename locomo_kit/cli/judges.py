@@ -6,9 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from locomo_kit.cli.common import CliError, existing_run
+from locomo_kit.cli.common import CliError, call_settings, existing_run
+from locomo_kit.cli.options import add_call_options, add_judge_options
+from locomo_kit.data_fetch import DataFetchError
 from locomo_kit.imported.verdicts import VerdictImportError, VerdictMapping
-from locomo_kit.pipeline.judges import JUDGES_JSON, add_verdicts, write_judges
+from locomo_kit.pipeline.judge_bank import JudgeBankError
+from locomo_kit.pipeline.judges import JUDGES_JSON, add_verdicts, bank_judges, write_judges
 from locomo_kit.runs import RunFolder
 
 
@@ -68,15 +71,49 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        "intervals under both gold keys, every pair's agreement and Cohen's kappa with a bootstrap "
                        "interval, Fleiss' kappa, the swing per category and the questions the judges split on. "
                        "Writes judges.md and judges.json into the run folder.")
-    p.add_argument("run", help="a run id or a run folder's path")
+    p.add_argument("run", nargs="?", help="a run id or a run folder's path")
+    p.add_argument("--bank", nargs="?", const="", metavar="FILE",
+                   help="judges against people: the labelled judge bank (default: the catalogue's judge-bank entry) "
+                   "as the judge 'human', beside the rule-based judges and every kit judge graded on it "
+                   "(--judge-model adds one); acceptance per class beside the bank authors' published rates")
     p.add_argument("--no-rules", action="store_true", help="leave the rule-based judges (F1 ≥ 0.5, …) out")
     p.add_argument("--json", action="store_true", help="print judges.json instead of the summary")
     p.add_argument("--dataset", help="path to locomo10.json (default data/locomo10.json)")
     add_verdict_options(p)
+    add_judge_options(p)
+    add_call_options(p)
     p.set_defaults(func=handle)
 
 
+def _bank(args: argparse.Namespace) -> int:
+    try:
+        path, matrix = bank_judges(args.bank or None, judge_model=args.judge_model,
+                                   protocol=args.judge_protocol or "mem0", runs=args.judge_runs,
+                                   base_url=args.judge_base_url, calls=call_settings(args), timeout=args.timeout)
+    except (JudgeBankError, DataFetchError) as exc:
+        raise CliError(str(exc)) from None
+    people = matrix["keys"]["original"].get("people") or {}
+    for r in people.get("rows", []):
+        kappa = "–" if r["kappa"] is None else f"{r['kappa']:.3f}"
+        print(f"{r['judge']} ({r['basis']}): agreement with people {r['agreement']['rate']:.1f}%, kappa {kappa}; "
+              + ", ".join(f"accepts {c} {v['rate']:.1f}%" for c, v in r["acceptance"].items()))
+    best = people.get("best")
+    if best and best["clears"]:
+        print(f"agrees best with people: {best['judge']} (its kappa interval lies above {best['next']}'s)")
+    print(f"judges: {path} (+ {JUDGES_JSON})")
+    return 0
+
+
 def handle(args: argparse.Namespace) -> int:
+    if args.bank is not None:
+        if args.run or args.verdicts:
+            raise CliError("--bank compares judges on the judge bank: give no RUN and no --verdicts with it")
+        return _bank(args)
+    if not args.run:
+        raise CliError("name a run (locomo-kit judges RUN), or compare judges against people with --bank")
+    if args.judge_model:
+        raise CliError(f"a kit judge adds its verdict set to a run through score: locomo-kit score --run-id {args.run} "
+                       f"--judge-model {args.judge_model} (then locomo-kit judges {args.run})")
     run = existing_run(args)
     apply_verdicts(args, run, args.dataset)
     path, matrix = write_judges(run, rules=not args.no_rules, dataset_path=args.dataset)

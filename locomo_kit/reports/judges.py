@@ -225,7 +225,8 @@ def people_lines(p: dict[str, Any], published: dict, key: str) -> list[str]:
         lines.append(_row([r["judge"], _ci(r["agreement"]), f"{_f(r['kappa'], 3)} [{_f(r['kappa_low'], 3)}, "
                            f"{_f(r['kappa_high'], 3)}]"] + [_ci(r["acceptance"].get(c, {})) for c in classes]))
     for name, rates in published.items():
-        lines.append(_row([f"published: {name}", "–", "–"] + [_ci(rates.get(c, {})) for c in classes]))
+        lines.append(_row([f"published: {name}", _ci(rates.get("agreement", {})), "–"]
+                          + [_ci(rates.get(c, {})) for c in classes]))
     lines.append("")
     best = p.get("best")
     if best and best["clears"]:
