@@ -18,6 +18,8 @@ from locomo_kit.llm import ScriptedLLM
 from locomo_kit.llm.openai_llm import OpenAICompatibleLLM
 from locomo_kit.pipeline.judges import add_verdicts, bank_judges, write_judges
 from locomo_kit.pipeline.stages import run_judge
+from locomo_kit.reports.imported_board import imported_lines, imported_rows
+from locomo_kit.reports.judges import shared_judges
 from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.agreement import cohen_kappa, fleiss_kappa
 from locomo_kit.scoring.rules import RULES, polarity
@@ -231,6 +233,20 @@ def test_a_run_judged_twice_by_the_kit_and_an_imported_set_in_one_matrix(mem0, t
     assert sum(r["mean"] for r in strict) == e["j"][next(n for n in kit if " strict " in n)]["overall"]["k"]
     out = main(["judges", "conv0"])
     assert out == 0 and "## The judge matrix" in (run.path / "judges.md").read_text()
+    # compare and the leaderboard's imported section: J of each run under the judges they share, and who lacks one
+    both = [run, mem0["run"]]
+    shared = shared_judges(both)
+    assert shared["judges"]["gpt-5 mem0 prompt"]["conv0"]["k"] == sum(
+        r["label"] == "CORRECT" for q, r in mem0["raw"]["mem0"].items() if q[0] == "conv-26")
+    assert shared["judges"]["gpt-5 mem0 prompt"]["mem0-platform"]["k"] == 1401
+    assert set(shared["lacking"]) >= {"gpt-5 mem0 prompt", "rule:f1"} and not shared["lacking"]["gpt-5 mem0 prompt"]
+    one = shared_judges(both, judge=kit[0])
+    assert one["lacking"] == {kit[0]: ["mem0-platform"]}
+    board = "\n".join(imported_lines(imported_rows([str(r.path) for r in both])))
+    assert "### J on one footing: the judges these runs share" in board and "| gpt-5 mem0 prompt |" in board
+    assert main(["compare", str(run.path), str(mem0["run"].path), "--out", str(tmp_path / "cmp")]) == 0
+    compare_md = (tmp_path / "cmp" / "compare.md").read_text()
+    assert "## J under the judges the runs share" in compare_md and "| rule:f1 |" in compare_md
 
 
 def test_the_rules_and_the_statistics_on_small_cases():

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from locomo_kit.imported.identity import SOURCE_PROTOCOL, imported
 from locomo_kit.reports.comparison import compare
+from locomo_kit.reports.judges import shared_judges_lines
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_scores
 
@@ -109,4 +110,6 @@ def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
                   f"{p['ci_high']:+.1f}] | {p['verdict']} |" for p in paired] + [""]
     else:
         lines += ["No two imported runs answer the same questions: no paired difference is shown.", ""]
+    lines += shared_judges_lines([_run(r["path"]) for r in rows], heading="### J on one footing: the judges these runs "
+                                 "share")  # each judge's J for every run that has it, and which runs lack it
     return lines

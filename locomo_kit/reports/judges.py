@@ -12,6 +12,7 @@ judge's agreement and kappa with them and its acceptance per labelled class.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from locomo_kit.dataset import CATEGORY_NAMES
@@ -235,4 +236,92 @@ def people_lines(p: dict[str, Any], published: dict, key: str) -> list[str]:
     elif best and best["next"]:
         lines += [f"No judge agrees best with people by a clear margin: {best['judge']} has the highest kappa, but "
                   f"its interval overlaps that of {best['next']}.", ""]
+    return lines
+
+
+def matrix_frames(m: dict[str, Any], key: str = "original"):
+    """The matrix as two pandas DataFrames: J per judge and category (rate, low, high, n; one row each) and
+    Cohen's kappa between every two judges (a square frame, 1 on the diagonal)."""
+    import pandas as pd  # deferred: pandas is only needed by notebooks
+
+    e = m["keys"][key]
+    rows = [{"judge": name, "category": c if c == "overall" else f"{c} {CATEGORY_NAMES[int(c)]}", **p}
+            for name, cats in e["j"].items() for c, p in cats.items()]
+    names = list(e["j"])
+    kappa = pd.DataFrame(1.0, index=names, columns=names)
+    for p in e["pairs"]:
+        kappa.loc[p["a"], p["b"]] = kappa.loc[p["b"], p["a"]] = p["kappa"] if p["kappa"] is not None else float("nan")
+    return pd.DataFrame(rows), kappa
+
+
+def judges_figure(m: dict[str, Any], path: Path, key: str = "original") -> Path:
+    """Per-category J of each judge with its 95% interval, beside the heatmap of Cohen's kappa; saved as PNG."""
+    import matplotlib  # deferred: matplotlib is slow to import
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # deferred with matplotlib
+
+    frame, kappa = matrix_frames(m, key)
+    cats = list(dict.fromkeys(frame["category"]))
+    names = list(kappa.index)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 6), gridspec_kw={"width_ratios": [3, 2]})
+    width = 0.8 / max(1, len(names))
+    for i, name in enumerate(names):
+        rows = frame[frame["judge"] == name].set_index("category").reindex(cats)
+        x = [c + (i - (len(names) - 1) / 2) * width for c in range(len(cats))]
+        rate = rows["rate"].astype(float)
+        err = [(rate - rows["low"].astype(float)).fillna(0), (rows["high"].astype(float) - rate).fillna(0)]
+        left.bar(x, rate, width, yerr=err, capsize=2, label=name)
+    left.set_xticks(range(len(cats)), cats, rotation=20)
+    left.set_ylabel("J: % of answers accepted")
+    left.set_ylim(0, 100)
+    left.set_title(f"J per judge and category, 95% Wilson intervals ({key} gold key)", fontsize=10)
+    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
+    im = right.imshow(kappa.to_numpy(dtype=float), vmin=-1, vmax=1, cmap="RdBu")
+    right.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
+    right.set_yticks(range(len(names)), names, fontsize=7)
+    for a in range(len(names)):
+        for b in range(len(names)):
+            value = kappa.iloc[a, b]
+            right.text(b, a, "–" if value != value else f"{value:.2f}", ha="center", va="center", fontsize=7)
+    right.set_title("Cohen's kappa between judges", fontsize=10)
+    fig.colorbar(im, ax=right, fraction=0.046)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def shared_judges(runs: list[RunFolder], *, key: str = "original", judge: str | None = None) -> dict[str, Any]:
+    """J per run under every judge that at least two of ``runs`` share (or under ``judge`` alone, for every
+    run that has it), and which runs lack each: ``{"runs", "judges": {name: {run_id: J overall}}, "lacking"}``."""
+    per_run = {}
+    for run in runs:
+        sets, answers = run_verdict_sets(run, audited=key == "audited")
+        per_run[run.run_id] = {s.name: _j(s.verdicts[key], answers)["overall"] for s in sets if key in s.verdicts}
+    names = sorted({n for js in per_run.values() for n in js})
+    shared = [judge] if judge else [n for n in names if sum(n in js for js in per_run.values()) >= 2]
+    return {"runs": list(per_run), "key": key,
+            "judges": {n: {r: js[n] for r, js in per_run.items() if n in js} for n in shared},
+            "lacking": {n: [r for r, js in per_run.items() if n not in js] for n in shared}}
+
+
+def shared_judges_lines(runs: list[RunFolder], *, heading: str = "## J under the judges the runs share",
+                        key: str = "original", judge: str | None = None) -> list[str]:
+    """The runs side by side under each judge they share: J overall with its Wilson interval, and who lacks it."""
+    s = shared_judges(runs, key=key, judge=judge)
+    if not s["judges"]:
+        return []
+    lines = [heading, "", f"J (% of answers of categories 1-4 the judge accepts, Wilson 95%; {key} gold key) of each "
+             "run under each judge that more than one run carries; a rule-based judge is named by its rule. Each "
+             "run's J is over its own answers: see the paired table for the questions they share.", "",
+             _row(["judge"] + s["runs"]), "|" + "---|" * (len(s["runs"]) + 1)]
+    for name, by_run in s["judges"].items():
+        lines.append(_row([name] + [_ci(by_run[r]) if r in by_run else "–" for r in s["runs"]]))
+    lines.append("")
+    lacking = {n: rs for n, rs in s["lacking"].items() if rs}
+    if lacking:
+        lines += ["Runs without a judge's verdicts: " + "; ".join(f"{n}: {', '.join(rs)}" for n, rs in lacking.items())
+                  + ".", ""]
     return lines
