@@ -297,3 +297,38 @@ def test_the_judge_bank_as_people_beside_the_rules_and_a_kit_judge(tmp_path, mon
     _, again = bank_judges(bank)
     assert {r["judge"] for r in again["keys"]["original"]["people"]["rows"]} == set(rows)
     assert report_md.is_file()
+
+
+def test_peoples_labels_imported_by_mapping_are_the_judge_human(mem0, tmp_path, dataset_path):
+    """Any (conversation, question, answer, verdict) file: here conv-26's answers labelled with one set's verdicts
+    and a class, imported by mapping under the name human."""
+    answers = json.loads(mem0["files"]["answers"][0].read_text())
+    raw = mem0["raw"]["mem0"]
+    labels = [{"conversation": "conv-26", "question": a["question"], "answer": a["answer"],
+               "ok": raw[_qid(a["qid"])]["label"] == "CORRECT",
+               "kind": "correct" if raw[_qid(a["qid"])]["label"] == "CORRECT" else "specific-wrong"} for a in answers]
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps(labels))
+    mapping = VerdictMapping.from_options(["conversation=conversation", "question=question", "answer=answer",
+                                           "verdict=ok", "class=kind"], [])
+    added = add_verdicts(mem0["run"], files=[path], name="human", mapping=mapping, dataset_path=dataset_path)
+    assert added.added == 152
+    _, m = write_judges(mem0["run"])
+    people = m["keys"]["original"]["people"]
+    rows = {r["judge"]: r for r in people["rows"]}
+    same = rows["gpt-5 mem0 prompt"]  # the labels are that set's verdicts: full agreement on the 152
+    assert same["n"] == 152 and same["agreement"]["k"] == 152 and same["kappa"] == pytest.approx(1.0)
+    assert same["acceptance"]["correct"]["rate"] == 100.0 and same["acceptance"]["specific-wrong"]["k"] == 0
+    assert people["best"]["judge"] == "gpt-5 mem0 prompt" and people["best"]["clears"]
+    assert "**gpt-5 mem0 prompt agrees best with people**" in (mem0["run"].path / "judges.md").read_text()
+
+
+def test_every_report_shows_its_answerers_no_memory_floor(report_runs):
+    report = (report_runs.default.path / "report.md").read_text()
+    floor = report.split("**No-memory floor.**")[1].split("\n\n", 2)
+    table = floor[1]
+    assert "| category | n | no memory | this run |" in table and "| overall | 152 |" in table
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in table.splitlines()[2:]}
+    assert set(rows) == {"1 multi-hop", "2 temporal", "3 open-domain", "4 single-hop", "overall"}
+    assert float(rows["overall"][2]) < float(rows["overall"][3])  # the memory helps this run above its floor
+    assert "## 8. Judges side by side" in report and "| rule:f1 | rule | F1 ≥ 0.5 |" in report

@@ -12,6 +12,7 @@ from locomo_kit.reports.baselines import FOOTNOTES, LOCOMO_F1, MEM0_F1, MEM0_J, 
 from locomo_kit.reports.completeness import banners
 from locomo_kit.reports.errors import analyse
 from locomo_kit.reports.figures import write_figures
+from locomo_kit.reports.floor import floor_lines, floor_rows
 from locomo_kit.reports.html import write_run_html
 from locomo_kit.reports.imported import build_imported_report
 from locomo_kit.reports.judges import judge_matrix, matrix_lines
@@ -275,6 +276,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
              f"[{_f(f1[c]['ci_low'])}, {_f(f1[c]['ci_high'])}]", f1[c]["min"], f1[c]["max"],
              mf1.get(c, {}).get("mean"), b1.get(c, {}).get("mean")] for c in [k for k in f1 if k != "overall"] + ["overall"]]
     lines += _table(["category", "n", "F1", "95% CI", "min", "max", "Mem0 F1", "BLEU-1"], rows)
+    lines += floor_lines(floor_rows(s["answerer"], list(s["_answers"].values()), conversations, f1))
 
     lines += ["## 5. Retrieval diagnostics (no LLM involved)", "",
               "Evidence coverage@k: share of a question's evidence turns among the turns the top-k retrieved memories "
