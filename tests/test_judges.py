@@ -22,7 +22,7 @@ from locomo_kit.reports.imported_board import imported_lines, imported_rows
 from locomo_kit.reports.judges import shared_judges
 from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.agreement import cohen_kappa, fleiss_kappa
-from locomo_kit.scoring.rules import RULES, polarity
+from locomo_kit.scoring.rules import DEFAULT_BASIS, RULES, polarity
 
 from support.chromium import Opened
 from support.claude_mem_standin import serve
@@ -332,3 +332,15 @@ def test_every_report_shows_its_answerers_no_memory_floor(report_runs):
     assert set(rows) == {"1 multi-hop", "2 temporal", "3 open-domain", "4 single-hop", "overall"}
     assert float(rows["overall"][2]) < float(rows["overall"][3])  # the memory helps this run above its floor
     assert "## 8. Judges side by side" in report and "| rule:f1 | rule | F1 ≥ 0.5 |" in report
+
+
+def test_the_default_binary_basis_is_the_rule_that_agrees_best_with_people(tmp_path):
+    (bank,) = published_copy(tmp_path, "judge-bank/final-bank.json")
+    items = json.loads(bank.read_text())["items"]
+    agreement = {name: sum((it["intendedClass"] == "correct") == rule.decide(it["candidateAnswer"], it["referenceAnswer"],
+                                                                             int(it["category"])) for it in items)
+                 for name, rule in RULES.items()}
+    best = max(agreement.values())
+    assert agreement == {"rule:f1": 205, "rule:f1-polarity": 208, "rule:f1-strict": 208}  # docs/scoring.md
+    simplest_best = next(name for name in RULES if agreement[name] == best)  # RULES: simplest first
+    assert DEFAULT_BASIS.name == simplest_best and DEFAULT_BASIS.label == "F1 ≥ 0.5, yes/no polarity"

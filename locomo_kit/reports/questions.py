@@ -37,12 +37,13 @@ def _judgement(j: dict | None) -> dict | None:
                        for f in j.get("failed_runs", [])]}
 
 
-def _scores(score: dict | None, judgements: list[dict]) -> dict | None:
-    """One gold key's scores of a question, its outcome (correct?, on what basis) and, when wrong, why."""
+def _scores(score: dict | None, judgements: list[dict], answer: dict | None = None) -> dict | None:
+    """One gold key's scores of a question, its outcome (correct?, on what basis) and, when wrong, why
+    (``answer``: the prediction and this key's gold, for the rule-based basis)."""
     if score is None:
         return None
     main = next((j for j in judgements if j.get("n_ok")), None)
-    ok, basis = correctness(score, main)
+    ok, basis = correctness(score, main, answer)
     coverage = evidence_coverage(score)
     return {"locomo_f1": score["locomo_f1"], "mem0_f1": score.get("mem0_f1"), "bleu1": score.get("bleu1"),
             "evidence_recall": score.get("evidence_recall"), "coverage": coverage,
@@ -124,8 +125,9 @@ def question_rows(run: RunFolder, conversations: list[Conversation],
             "evidence": evidence, "evidence_audited": evidence_audited,
             "prediction": a.get("prediction"), "search_ms": a.get("search_latency_ms"),
             "context_tokens": a.get("context_tokens"),
-            "scores": {"original": _scores(scores["original"].get(q), original_judgements),
-                       "audited": _scores(scores["audited"].get(q), audited_judgements)},
+            "scores": {"original": _scores(scores["original"].get(q), original_judgements, a),
+                       "audited": _scores(scores["audited"].get(q), audited_judgements,
+                                          dict(a, gold=entry.answer) if changed else a)},
             "judgements": {"original": [_judgement(j) for j in original_judgements],
                            "audited": [_judgement(j) for j in js.get("audited", [])]},
             "retrieved": retrieved,
