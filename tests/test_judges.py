@@ -99,7 +99,7 @@ def test_agreement_and_kappa_equal_a_direct_computation_from_the_files(mem0):
     split = {(d["sample_id"], d["question_index"]) for d in mem0["matrix"]["keys"]["original"]["disagreements"]}
     assert split == differ and len(differ) == 1539 - agree
     report = (mem0["run"].path / "report.md").read_text()
-    assert "## 9. Judges side by side" in report and f"**{len(differ)} questions on which the judges" in report
+    assert "## 9. Judges side by side" in report and f"**{len(differ)} questions on which the judges that read the answers" in report
     assert "| rule:f1 | rule | F1 ≥ 0.5 |" in report  # the basis named, never "correct"
 
 
@@ -214,16 +214,17 @@ def test_a_run_judged_twice_by_the_kit_and_an_imported_set_in_one_matrix(mem0, t
     run = RunFolder("conv0", root=tmp_path / "outputs" / "runs")
     seen: list[str] = []
     with serve(_judge_app(seen)) as url:
-        llm = OpenAICompatibleLLM("local-judge", base_url=f"{url}/v1", sleep=lambda s: None)
-        for protocol in ("mem0", "strict"):
+        for model, protocol in (("local-judge", "mem0"), ("local-judge", "strict"), ("other-judge", "mem0")):
+            llm = OpenAICompatibleLLM(model, base_url=f"{url}/v1", sleep=lambda s: None)
             made = run_judge(run, protocol=protocol, llm=llm, runs=1, gold="original", calibration_size=0,
                              dataset_path=str(dataset_path), progress=False)
-            assert len(made) == 152
-    assert seen.count("mem0") == seen.count("strict") == 152
+            assert len(made) == 152  # another model under the same protocol: a set of its own, judged afresh
+    assert seen.count("mem0") == 2 * 152 and seen.count("strict") == 152
     _, m = write_judges(run)
     names = [j["name"] for j in m["judges"]]
     kit = [n for n in names if n.startswith("openai/local-judge")]
-    assert len(kit) == 2 and "gpt-5 mem0 prompt" in names
+    assert len(kit) == 2 and "gpt-5 mem0 prompt" in names and "openai/other-judge mem0 judge-mem0-paraphrase-v1" in names
+    kit.append("openai/other-judge mem0 judge-mem0-paraphrase-v1")
     e = m["keys"]["original"]
     assert set(e["fleiss"]["judges"]) >= {*kit, "gpt-5 mem0 prompt"} and e["fleiss"]["n"] == 152
     assert {p["a"] for p in e["pairs"]} | {p["b"] for p in e["pairs"]} >= {*kit, "gpt-5 mem0 prompt"}

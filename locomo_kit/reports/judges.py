@@ -199,7 +199,9 @@ def matrix_lines(m: dict[str, Any], *, heading: str = "## Judges side by side", 
             lines += people_lines(e["people"], m.get("published") or {}, key)
         if "disagreements" in e:
             split = e["disagreements"]
-            lines += [f"**{len(split)} questions on which the judges that read the answers disagree** (the question "
+            who = ("the judges" if all(judges[n]["kind"] == "rule" for n in next(iter(split), {}).get("verdicts", {}))
+                   else "the judges that read the answers")
+            lines += [f"**{len(split)} questions on which {who} disagree** (the question "
                       "explorer of report.html filters them: right by one judge, wrong by another)"
                       + (":" if split else "."), ""]
             for d in split[:disagreements]:
