@@ -20,8 +20,9 @@ def correctness(score: dict, judgement: dict | None, answer: dict | None = None)
         if judgement["protocol"] == "playbook":
             return judgement["mean"] >= 50, "playbook J ≥ 50"
         return judgement["mean"] >= 0.5, "mem0 label (majority of runs)"
-    if answer is not None and answer.get("gold") is not None and int(score["category"]) != 5:
-        ok = default_verdict(answer.get("prediction") or "", answer["gold"], int(score["category"]))
+    category = int(answer["category"]) if answer is not None and answer.get("category") is not None else 5
+    if answer is not None and answer.get("gold") is not None and category != 5:
+        ok = default_verdict(answer.get("prediction") or "", answer["gold"], category)
         return ok, f"official {DEFAULT_BASIS.label}"
     return score["locomo_f1"] >= CORRECT_F1, f"official F1 ≥ {CORRECT_F1}"
 
