@@ -129,8 +129,12 @@ def _direct_flips(runs: list[RunFolder]) -> dict[tuple[int, int], tuple[int, int
     categories 1-4, right by the default rule-based basis (the runs are not judged)."""
     right = []
     for run in runs:
-        right.append({(a["sample_id"], a["question_index"]): default_verdict(a["prediction"], a["gold"], a["category"])
-                      for a in load_answers(run) if a["category"] != 5})
+        recs = [json.loads(line) for line in (run.path / "scores.jsonl").read_text().splitlines() if line.strip()]
+        key = recs[-1]["config_key"]
+        f1 = {(r["sample_id"], r["question_index"]): r["locomo_f1"] for r in recs
+              if r["config_key"] == key and r.get("gold_key", "original") == "original" and r["category"] != 5}
+        right.append({q: default_verdict(a["prediction"], a["gold"], a["category"], f1[q]) for a in load_answers(run)
+                      if (q := (a["sample_id"], a["question_index"])) in f1})
     out = {}
     for i, j in combinations(range(len(runs)), 2):
         shared = set(right[i]) & set(right[j])

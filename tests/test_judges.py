@@ -329,7 +329,8 @@ def test_every_report_shows_its_answerers_no_memory_floor(report_runs):
     floor = report.split("**No-memory floor.**")[1].split("\n\n", 2)
     table = floor[1]
     assert "| category | n | no memory | this run |" in table and "| overall | 152 |" in table
-    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in table.splitlines()[2:]}
+    rows = {cells[0]: cells for line in table.splitlines()[2:]
+            for cells in [[c.strip() for c in line.strip().strip("|").split("|")]]}
     assert set(rows) == {"1 multi-hop", "2 temporal", "3 open-domain", "4 single-hop", "overall"}
     assert float(rows["overall"][2]) < float(rows["overall"][3])  # the memory helps this run above its floor
     assert "## 8. Judges side by side" in report and "| rule:f1 | rule | F1 ≥ 0.5 |" in report

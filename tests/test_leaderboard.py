@@ -136,8 +136,12 @@ def test_a_system_that_retrieves_nothing_is_not_a_result_on_the_leaderboard(own_
 def right_by_f1(run: RunFolder) -> dict[tuple[str, int], bool]:
     """Right (the default rule-based basis of unjudged runs: official F1 ≥ 0.5 with yes/no polarity) per question
     of categories 1-4, from answers.jsonl."""
-    return {(a["sample_id"], a["question_index"]): default_verdict(a["prediction"], a["gold"], a["category"])
-            for a in load_answers(run) if a["category"] != 5}
+    recs = [json.loads(line) for line in (run.path / "scores.jsonl").read_text().splitlines() if line.strip()]
+    key = recs[-1]["config_key"]
+    f1 = {(r["sample_id"], r["question_index"]): r["locomo_f1"] for r in recs
+          if r["config_key"] == key and r.get("gold_key", "original") == "original" and r["category"] != 5}
+    return {q: default_verdict(a["prediction"], a["gold"], a["category"], f1[q]) for a in load_answers(run)
+            if (q := (a["sample_id"], a["question_index"])) in f1}
 
 
 @pytest.fixture(scope="module")

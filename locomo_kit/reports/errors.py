@@ -22,7 +22,7 @@ def correctness(score: dict, judgement: dict | None, answer: dict | None = None)
         return judgement["mean"] >= 0.5, "mem0 label (majority of runs)"
     category = int(answer["category"]) if answer is not None and answer.get("category") is not None else 5
     if answer is not None and answer.get("gold") is not None and category != 5:
-        ok = default_verdict(answer.get("prediction") or "", answer["gold"], category)
+        ok = default_verdict(answer.get("prediction") or "", answer["gold"], category, score.get("locomo_f1"))
         return ok, f"official {DEFAULT_BASIS.label}"
     return score["locomo_f1"] >= CORRECT_F1, f"official F1 ≥ {CORRECT_F1}"
 

@@ -52,20 +52,22 @@ def polarity(text: str) -> str | None:
     return None
 
 
-def f1_rule(prediction: str, gold: str, category: int) -> bool:
-    return locomo_f1(prediction, gold, category) >= THRESHOLD
+def f1_rule(prediction: str, gold: str, category: int, f1: float | None = None) -> bool:
+    """``f1``: the answer's official F1 when already scored (``scores.jsonl``), else computed here."""
+    return (locomo_f1(prediction, gold, category) if f1 is None else f1) >= THRESHOLD
 
 
-def polarity_rule(prediction: str, gold: str, category: int) -> bool:
+def polarity_rule(prediction: str, gold: str, category: int, f1: float | None = None) -> bool:
     g = polarity(gold)
     if g is not None and polarity(prediction) not in (None, g):
         return False
     if g is not None and polarity(prediction) == g and len(str(gold).split()) <= 2:
         return True  # gold "Yes" / "Likely no": the polarity is the whole answer
-    return f1_rule(prediction, gold, category)
+    return f1_rule(prediction, gold, category, f1)
 
 
-def strict_rule(prediction: str, gold: str, category: int) -> bool:
+def strict_rule(prediction: str, gold: str, category: int, f1: float | None = None) -> bool:
+    """Numbers written as words change the F1, so it is computed here whatever was scored."""
     return polarity_rule(numbers_as_digits(str(prediction)), numbers_as_digits(str(gold)), category)
 
 
@@ -73,7 +75,7 @@ def strict_rule(prediction: str, gold: str, category: int) -> bool:
 class Rule:
     name: str  # the verdict set's name
     label: str  # how every view names the basis
-    decide: Callable[[str, str, int], bool]
+    decide: Callable[..., bool]  # (prediction, gold, category, f1=None) -> right?
 
 
 RULES: dict[str, Rule] = {r.name: r for r in (
@@ -85,6 +87,6 @@ RULES: dict[str, Rule] = {r.name: r for r in (
 DEFAULT_BASIS = RULES["rule:f1-polarity"]
 
 
-def default_verdict(prediction: str, gold: str, category: int) -> bool:
-    """Right by the default basis (:data:`DEFAULT_BASIS`)."""
-    return DEFAULT_BASIS.decide(str(prediction or ""), str(gold or ""), int(category))
+def default_verdict(prediction: str, gold: str, category: int, f1: float | None = None) -> bool:
+    """Right by the default basis (:data:`DEFAULT_BASIS`); ``f1``: the official F1 already scored, if any."""
+    return DEFAULT_BASIS.decide(str(prediction or ""), str(gold or ""), int(category), f1)
