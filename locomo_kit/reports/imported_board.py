@@ -17,6 +17,7 @@ from locomo_kit.reports.comparison import compare
 from locomo_kit.reports.judges import shared_judges_lines
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_scores
+from locomo_kit.runs.verdicts import VERDICTS_PROTOCOL
 
 SECTION = "Answered elsewhere, scored here"
 
@@ -42,7 +43,7 @@ def imported_row(ref: str) -> dict[str, Any]:
                 if a["category"] != 5 and a.get("imported", {}).get("verdict") is not None]
     kit = {}
     for j in run.records("judgements.jsonl"):
-        if j["protocol"] != SOURCE_PROTOCOL and j["answer_config_key"] == key and j.get("n_ok"):
+        if j["protocol"] not in (SOURCE_PROTOCOL, VERDICTS_PROTOCOL) and j["answer_config_key"] == key and j.get("n_ok"):
             kit.setdefault(j["protocol"], []).append(j["mean"] >= (50 if j["protocol"] == "playbook" else 0.5))
     c = block["coverage"]
     return {"system": block["system"], "run_id": run.run_id, "path": str(run.path), "questions": len(scores),
