@@ -245,6 +245,8 @@ def test_a_run_judged_twice_by_the_kit_and_an_imported_set_in_one_matrix(mem0, t
     assert one["lacking"] == {kit[0]: ["mem0-platform"]}
     board = "\n".join(imported_lines(imported_rows([str(r.path) for r in both])))
     assert "### J on one footing: the judges these runs share" in board and "| gpt-5 mem0 prompt |" in board
+    chosen = "\n".join(imported_lines(imported_rows([str(r.path) for r in both]), judge=kit[0]))
+    assert f"### J on one footing: under {kit[0]}" in chosen and f"{kit[0]}: mem0-platform." in chosen
     assert main(["compare", str(run.path), str(mem0["run"].path), "--out", str(tmp_path / "cmp")]) == 0
     compare_md = (tmp_path / "cmp" / "compare.md").read_text()
     assert "## J under the judges the runs share" in compare_md and "| rule:f1 |" in compare_md

@@ -86,8 +86,9 @@ def _f(v: Any, digits: int = 1) -> str:
     return "–" if v is None else f"{v:.{digits}f}" if isinstance(v, float) else str(v)
 
 
-def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The leaderboard's section for imported runs (empty when there are none)."""
+def imported_lines(rows: list[dict[str, Any]], judge: str | None = None) -> list[str]:
+    """The leaderboard's section for imported runs (empty when there are none); ``judge``: J under that one judge
+    (a verdict set's name) for every run that has it, and which runs lack it (default: every judge they share)."""
     if not rows:
         return []
     lines = [f"## {SECTION}", "",
@@ -111,6 +112,7 @@ def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
                   f"{p['ci_high']:+.1f}] | {p['verdict']} |" for p in paired] + [""]
     else:
         lines += ["No two imported runs answer the same questions: no paired difference is shown.", ""]
-    lines += shared_judges_lines([_run(r["path"]) for r in rows], heading="### J on one footing: the judges these runs "
-                                 "share")  # each judge's J for every run that has it, and which runs lack it
+    lines += shared_judges_lines([_run(r["path"]) for r in rows], judge=judge,  # J for every run that has the judge,
+                                 heading="### J on one footing: " + (f"under {judge}" if judge else  # and who lacks it
+                                                                      "the judges these runs share"))
     return lines
