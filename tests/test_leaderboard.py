@@ -17,6 +17,8 @@ from locomo_kit.reports.leaderboard_page import QUOTED, leaderboard_html, leader
 from locomo_kit.reports.runs_explorer import page_payload
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder
+from locomo_kit.runs.records import load_answers
+from locomo_kit.scoring.rules import default_verdict
 
 from support.chromium import Opened
 from support.runs import offline_outputs
@@ -133,11 +135,14 @@ def test_a_system_that_retrieves_nothing_is_not_a_result_on_the_leaderboard(own_
 # the runs' scores.jsonl
 
 def right_by_f1(run: RunFolder) -> dict[tuple[str, int], bool]:
-    """Right (official F1 ≥ 0.5, the basis of unjudged runs) per question of categories 1-4, from scores.jsonl."""
+    """Right (the default rule-based basis of unjudged runs: official F1 ≥ 0.5 with yes/no polarity) per question
+    of categories 1-4, from answers.jsonl."""
     recs = [json.loads(line) for line in (run.path / "scores.jsonl").read_text().splitlines() if line.strip()]
     key = recs[-1]["config_key"]
-    return {(r["sample_id"], r["question_index"]): r["locomo_f1"] >= 0.5 for r in recs
-            if r["config_key"] == key and r.get("gold_key", "original") == "original" and r["category"] != 5}
+    f1 = {(r["sample_id"], r["question_index"]): r["locomo_f1"] for r in recs
+          if r["config_key"] == key and r.get("gold_key", "original") == "original" and r["category"] != 5}
+    return {q: default_verdict(a["prediction"], a["gold"], a["category"], f1[q]) for a in load_answers(run)
+            if (q := (a["sample_id"], a["question_index"])) in f1}
 
 
 @pytest.fixture(scope="module")

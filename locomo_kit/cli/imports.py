@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from locomo_kit.cli.common import CliError, call_settings, finish, judge_options
+from locomo_kit.cli.judges import add_verdict_options, apply_verdicts, verdict_sets
 from locomo_kit.cli.options import add_call_options, add_judge_options
 from locomo_kit.data_fetch import DataFetchError
 from locomo_kit.imported.catalogue import entries, fetch_entry
@@ -57,6 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", help="path to locomo10.json (default data/locomo10.json)")
     p.add_argument("--force", action="store_true", help="fetch a catalogue entry's files again")
     add_judge_options(p)
+    add_verdict_options(p)
     add_call_options(p)
     p.set_defaults(func=_cmd_import)
 
@@ -90,6 +92,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         raise CliError("name a file to import (or several, one per conversation), or a catalogue entry (--list)")
     if args.judge_protocol and not args.judge_model:
         raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model")
+    verdict_sets(args)  # the sets' names are checked before anything is imported
     catalogue, preset, claim, scope, where = None, args.preset, args.claim, None, None
     system, answerer, judge = args.system, args.answerer, args.source_judge
     try:
@@ -135,6 +138,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if len(result.listed) > 10:
         print(f"  … and {len(result.listed) - 10} more, all in {run.path / 'import.json'}")
     run_score(run, sample="all", dataset_path=args.dataset)
+    apply_verdicts(args, run, dataset_path=args.dataset)
     status = 0
     if args.judge_model:
         run_judge(run, judge=judge_options(args), gold="both", calls=call_settings(args), dataset_path=args.dataset)

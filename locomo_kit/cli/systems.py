@@ -8,6 +8,7 @@ import importlib.util
 
 from locomo_kit.cli.common import int_in, system_options
 from locomo_kit.pipeline.check import check_system
+from locomo_kit.settings import SystemSpec
 from locomo_kit.systems.base import MissingDependency
 from locomo_kit.systems.registry import family_members, names, resolve, spec
 
@@ -38,8 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle_check(args: argparse.Namespace) -> int:
-    check = check_system(args.system, sample=args.sample, sessions=args.check_sessions, options=system_options(args),
-                         log=print)
+    check = check_system(SystemSpec(name=args.system, options=system_options(args)), sample=args.sample,
+                         sessions=args.check_sessions, log=print)
     return 0 if check.ok else 1
 
 

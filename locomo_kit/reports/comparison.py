@@ -29,6 +29,7 @@ from locomo_kit.costs import cost
 from locomo_kit.dataset import CATEGORY_NAMES
 from locomo_kit.imported.identity import coverage_lines, coverage_notes, imported_coverage
 from locomo_kit.reports.figures import save_figure
+from locomo_kit.reports.judges import shared_judges_lines
 from locomo_kit.reports.numbers import num, signed, signed_interval
 from locomo_kit.reports.question_records import run_questions
 from locomo_kit.reports.question_table import RunRef
@@ -339,6 +340,7 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
                              f"{num(r['questions'])} questions" for r in runs] + [""]
     md += ["## Verdict", ""] + [f"- {s}" for s in statements(result)] + [f"- {n}" for n in result["notes"]] + [""]
     md += ["## Paired table", ""] + table_lines(result) + ["", f"![paired differences]({png.name})", ""]
+    md += shared_judges_lines([find_run(r["path"]) for r in runs])  # J per run under the judges they share
     md += across.lines
     (folder / "compare.md").write_text("\n".join(md), encoding="utf-8")
     (folder / "compare.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")

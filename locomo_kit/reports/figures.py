@@ -71,8 +71,10 @@ def categories_vs_baselines(summary: dict[str, Any], path: Path) -> Path:
     ax.set_xticks(x, CAT_LABELS)
     ax.set_xlabel("LoCoMo category id (names as in the official code)")
     ax.set_ylabel(metric if len(metric) < 40 else metric.split(",")[0])
-    ax.set_title(f"Per category: this run vs the Mem0 paper\n{metric}; Mem0's answerer and judge: gpt-4o-mini",
-                 fontsize=10)
+    floor = summary["answerer"] == "extractive"  # rules beside LLM rows: the title says so
+    ax.set_title(("Per category: the extractive floor (rules, no LLM) vs the Mem0 paper's LLM rows: not comparable"
+                  if floor else "Per category: this run vs the Mem0 paper")
+                 + f"\n{metric}; Mem0's answerer and judge: gpt-4o-mini", fontsize=10)
     ax.legend(fontsize=7, ncol=2)
     ax.set_ylim(0, 100)
     return save_figure(fig, path, label=_WHO["label"])

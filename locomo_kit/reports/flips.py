@@ -74,7 +74,11 @@ def flip_lines(flips: list[dict[str, Any]], table: dict[str, Any]) -> list[str]:
     """The flip table as Markdown: per pair, the four counts, the accuracy difference and McNemar's p."""
     if not flips:
         return ["Only one run: no pair to compare.", ""]
-    lines = [f"Over the questions both runs answered ({flips[0]['gold']} gold key); {method(table)}.", "",
+    lines = [f"Over the questions both runs answered ({flips[0]['gold']} gold key); {method(table)}. "
+             f"Two tests on one pair: the paired difference of mean official F1 (paired bootstrap, the lead test, "
+             f"where a page shows it) is on the F1 scores, which credit partial overlap; this table is on binary "
+             f"accuracy (right = {table['basis']}) and counts the questions that flip. They measure different "
+             "things and can disagree; read the F1 difference first, this table for the flips.", "",
              "| first | second | n | both right | right only in the first | right only in the second | both wrong "
              "| accuracy second − first [95% CI] | McNemar exact p |", "|---|---|---|---|---|---|---|---|---|"]
     for f in flips:

@@ -18,11 +18,14 @@ from typing import Any
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
 from locomo_kit.imported.identity import IMPORT_FILE, SOURCE_PROTOCOL, imported
 from locomo_kit.paths import write_atomic
+from locomo_kit.reports.floor import floor_lines
 from locomo_kit.reports.html import write_run_html
+from locomo_kit.reports.judges import judge_matrix, matrix_lines
 from locomo_kit.reports.numbers import interval, markdown_table, num, signed
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.runs.records import load_scores
+from locomo_kit.runs.verdicts import VERDICTS_PROTOCOL
 from locomo_kit.scoring.aggregate import wilson_ci
 
 SCORE_TOLERANCE = 1e-4  # the source's per-question scores are printed to about 4-16 digits
@@ -156,7 +159,7 @@ def kit_judge_agreement(answers: list[dict], judgements: list[dict]) -> list[dic
     source = {(a["sample_id"], a["question_index"]): a["imported"]["verdict"] for a in answers
               if a["imported"].get("verdict") is not None and a["category"] != 5}
     out = []
-    for protocol in sorted({j["protocol"] for j in judgements} - {SOURCE_PROTOCOL}):
+    for protocol in sorted({j["protocol"] for j in judgements} - {SOURCE_PROTOCOL, VERDICTS_PROTOCOL}):
         pairs = []
         for j in judgements:
             q = (j["sample_id"], j["question_index"])
@@ -225,6 +228,8 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
         rows.append([name, f1[c]["count"], f1[c]["mean"], interval(f1[c]['ci_low'], f1[c]['ci_high']),
                      mf1.get(c, {}).get("mean"), b1.get(c, {}).get("mean"), ln[2], ln[3]])
     lines += markdown_table(["category", "n", "official F1", "95% CI", "Mem0 F1", "BLEU-1", "answer words", "gold words"], rows)
+    lines += floor_lines({"measured": False, "why": "the answers were produced elsewhere, so their answerer cannot be "
+                          "run here with an empty context"})
     one_to_four = [x["locomo_f1"] for x in original.values() if x["category"] != 5]
     if one_to_four and 5 in s["questions_by_category"]:
         lines += [f"Official F1 over categories 1-4 only: {num(100 * statistics.mean(one_to_four))}% "
@@ -322,6 +327,7 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
         lines += ["Every record matched a LoCoMo question.", ""]
     lines += ["## 8. Retrieval diagnostics", "", "None: the file carries no retrieved context, so evidence recall and "
               "the other retrieval measures cannot be computed for this run.", ""]
+    lines += matrix_lines(judge_matrix(run), heading="## 9. Judges side by side")
     return lines
 
 

@@ -14,9 +14,11 @@ from typing import Any, Sequence
 
 from locomo_kit.imported.identity import SOURCE_PROTOCOL, imported
 from locomo_kit.reports.comparison import compare
+from locomo_kit.reports.judges import shared_judges_lines
 from locomo_kit.reports.numbers import num, signed, signed_interval
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_scores
+from locomo_kit.runs.verdicts import VERDICTS_PROTOCOL
 
 SECTION = "Answered elsewhere, scored here"
 
@@ -42,7 +44,7 @@ def imported_row(ref: str) -> dict[str, Any]:
                 if a["category"] != 5 and a.get("imported", {}).get("verdict") is not None]
     kit = {}
     for j in run.records("judgements.jsonl"):
-        if j["protocol"] != SOURCE_PROTOCOL and j["answer_config_key"] == key and j.get("n_ok"):
+        if j["protocol"] not in (SOURCE_PROTOCOL, VERDICTS_PROTOCOL) and j["answer_config_key"] == key and j.get("n_ok"):
             kit.setdefault(j["protocol"], []).append(j["mean"] >= (50 if j["protocol"] == "playbook" else 0.5))
     c = block["coverage"]
     return {"system": block["system"], "run_id": run.run_id, "path": str(run.path), "questions": len(scores),
@@ -81,8 +83,9 @@ def imported_paired(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The leaderboard's section for imported runs (empty when there are none)."""
+def imported_lines(rows: list[dict[str, Any]], judge: str | None = None) -> list[str]:
+    """The leaderboard's section for imported runs (empty when there are none); ``judge``: J under that one judge
+    (a verdict set's name) for every run that has it, and which runs lack it (default: every judge they share)."""
     if not rows:
         return []
     lines = [f"## {SECTION}", "",
@@ -106,4 +109,7 @@ def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
                   f"{signed_interval(p['ci_low'], p['ci_high'])} | {p['verdict']} |" for p in paired] + [""]
     else:
         lines += ["No two imported runs answer the same questions: no paired difference is shown.", ""]
+    lines += shared_judges_lines([_run(r["path"]) for r in rows], judge=judge,  # J for every run that has the judge,
+                                 heading="### J on one footing: " + (f"under {judge}" if judge else  # and who lacks it
+                                                                      "the judges these runs share"))
     return lines

@@ -13,8 +13,10 @@ from locomo_kit.reports.baselines import FOOTNOTES, LOCOMO_F1, MEM0_F1, MEM0_J, 
 from locomo_kit.reports.completeness import banners
 from locomo_kit.reports.errors import analyse
 from locomo_kit.reports.figures import write_figures
+from locomo_kit.reports.floor import floor_lines, floor_rows
 from locomo_kit.reports.html import write_run_html
 from locomo_kit.reports.imported import build_imported_report
+from locomo_kit.reports.judges import judge_matrix, matrix_lines
 from locomo_kit.reports.numbers import interval, markdown_table, num
 from locomo_kit.reports.pending import failed_answers, incomplete_judgements
 from locomo_kit.reports.reliability import reliability_banners
@@ -297,7 +299,7 @@ def latency_section(s: dict) -> list[str]:
                     f"output {num(t['output_tokens'])}, total {num(t['total_tokens'])}.", ""]
 
 
-def category_section(s: dict) -> list[str]:
+def category_section(s: dict, conversations: list[Conversation]) -> list[str]:
     """4. Official F1 per category with its interval, Mem0 F1 and BLEU-1."""
     f1, mf1, b1 = _by_cat(s["locomo_f1"]), _by_cat(s["mem0_f1"]), _by_cat(s["bleu1"])
     lines = ["## 4. Per category, with 95% intervals", "",
@@ -305,7 +307,8 @@ def category_section(s: dict) -> list[str]:
     rows = [[f"{c} {f1[c]['name']}" if c != "overall" else "overall", f1[c]["count"], f1[c]["mean"],
              interval(f1[c]["ci_low"], f1[c]["ci_high"]), f1[c]["min"], f1[c]["max"],
              mf1.get(c, {}).get("mean"), b1.get(c, {}).get("mean")] for c in [k for k in f1 if k != "overall"] + ["overall"]]
-    return lines + markdown_table(["category", "n", "F1", "95% CI", "min", "max", "Mem0 F1", "BLEU-1"], rows)
+    lines += markdown_table(["category", "n", "F1", "95% CI", "min", "max", "Mem0 F1", "BLEU-1"], rows)
+    return lines + floor_lines(floor_rows(s["answerer"], list(s["_answers"].values()), conversations, f1))
 
 
 def retrieval_section(s: dict) -> list[str]:
@@ -379,8 +382,9 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     a = analyse(s, conversations)
     figures = write_figures(s, a, run.path / "figures")
     lines = header_lines(run, conversations, s) + facts_section(s)
-    lines += f1_section(s) + audited_section(s) + judge_section(s) + latency_section(s) + category_section(s)
+    lines += f1_section(s) + audited_section(s) + judge_section(s) + latency_section(s) + category_section(s, conversations)
     lines += retrieval_section(s) + compression_section(run, a) + errors_section(a) + costs_section(s)
+    lines += matrix_lines(judge_matrix(run), heading="## 8. Judges side by side")
     lines += ["## Figures", ""] + [f"![{p.stem}](figures/{p.name})" for p in figures] + [""]
     lines += ["## Notes", ""] + [f"- {n}" for n in FOOTNOTES] + [f"- {MEM0_LABELLING}", ""]
     path = write_atomic(run.path / "report.md", "\n".join(lines))

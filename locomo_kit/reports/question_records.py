@@ -12,6 +12,7 @@ from typing import Any
 
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_answers, load_judgements, load_scores
+from locomo_kit.runs.verdicts import VERDICTS_PROTOCOL
 from locomo_kit.scoring.gold_judging import audited_config_key
 
 GOLD_KEYS = ("original", "audited")
@@ -55,6 +56,8 @@ def run_questions(run: RunFolder) -> RunQuestions:
     by_config = {key: "original", audited_config_key(key): "audited"}
     judged: dict[tuple[str, int], dict[str, list[dict]]] = {}
     for j in load_judgements(run):
+        if j["protocol"] == VERDICTS_PROTOCOL:  # imported verdict sets: each its own judge (scoring.verdict_sets)
+            continue
         gold = by_config.get(j["answer_config_key"])
         if gold is not None:
             judged.setdefault((j["sample_id"], int(j["question_index"])), {}).setdefault(gold, []).append(j)

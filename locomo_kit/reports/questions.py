@@ -8,10 +8,11 @@ from typing import Any
 
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
 from locomo_kit.reports.errors import correctness, evidence_coverage, failure
-from locomo_kit.reports.question_records import run_questions
+from locomo_kit.reports.question_records import GOLD_KEYS, run_questions
 from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.gold import AuditEntry, audit_for
 from locomo_kit.scoring.judge import SENTINEL
+from locomo_kit.scoring.verdict_sets import run_verdict_sets
 
 
 def _audit(conversations: list[Conversation]) -> dict[tuple[str, int], AuditEntry]:
@@ -32,12 +33,13 @@ def _judgement(j: dict | None) -> dict | None:
                        for f in j.get("failed_runs", [])]}
 
 
-def _scores(score: dict | None, judgements: list[dict]) -> dict | None:
-    """One gold key's scores of a question, its outcome (correct?, on what basis) and, when wrong, why."""
+def _scores(score: dict | None, judgements: list[dict], answer: dict | None = None) -> dict | None:
+    """One gold key's scores of a question, its outcome (correct?, on what basis) and, when wrong, why
+    (``answer``: the prediction and this key's gold, for the rule-based basis)."""
     if score is None:
         return None
     main = next((j for j in judgements if j.get("n_ok")), None)
-    ok, basis = correctness(score, main)
+    ok, basis = correctness(score, main, answer)
     coverage = evidence_coverage(score)
     return {"locomo_f1": score["locomo_f1"], "mem0_f1": score.get("mem0_f1"), "bleu1": score.get("bleu1"),
             "evidence_recall": score.get("evidence_recall"), "coverage": coverage,
@@ -58,10 +60,11 @@ def explorer_data(run: RunFolder, conversations: list[Conversation],
     """
     read = run_questions(run)
     if not read.questions:
-        return {"rows": [], "memories": [], "turns": {}, "gold_keys": [], "judge_protocols": []}
+        return {"rows": [], "memories": [], "turns": {}, "gold_keys": [], "judge_protocols": [], "judges": []}
     if "audited" in read.gold_keys and audit is None:
         audit = _audit(conversations)
     audit = audit or {}
+    key = read.config_key
 
     turn_index = {c.sample_id: c.turn_index() for c in conversations}
     turns: dict[str, dict] = {}
@@ -74,6 +77,7 @@ def explorer_data(run: RunFolder, conversations: list[Conversation],
         if ref not in turns and t is not None:
             turns[ref] = {"speaker": t.speaker, "text": t.text, "image": t.image_caption}
 
+    sets, _ = run_verdict_sets(run, config_key=key)
     rows = []
     for question in read.questions:
         a, q = question.answer, question.key
@@ -107,11 +111,15 @@ def explorer_data(run: RunFolder, conversations: list[Conversation],
             "evidence": evidence, "evidence_audited": evidence_audited,
             "prediction": a.get("prediction"), "search_ms": a.get("search_latency_ms"),
             "context_tokens": a.get("context_tokens"),
-            "scores": {"original": _scores(question.scores.get("original"), original_judgements),
-                       "audited": _scores(question.scores.get("audited"), audited_judgements)},
+            "scores": {"original": _scores(question.scores.get("original"), original_judgements, a),
+                       "audited": _scores(question.scores.get("audited"), audited_judgements,
+                                          dict(a, gold=entry.answer) if changed else a)},
             "judgements": {"original": [_judgement(j) for j in original_judgements],
                            "audited": [_judgement(j) for j in question.judgements["audited"]]},
             "retrieved": retrieved,
+            "verdicts": {g: {vs.name: {"correct": vs.verdicts[g][q], "reason": vs.reasons.get(q, "")}
+                             for vs in sets if q in vs.verdicts.get(g, {})} for g in GOLD_KEYS},
         })
     return {"rows": rows, "memories": memories, "turns": turns, "gold_keys": read.gold_keys,
+            "judges": [{"name": vs.name, "kind": vs.kind, "basis": vs.basis} for vs in sets],
             "judge_protocols": sorted({j["protocol"] for q in read.questions for j in q.judgements["original"]})}
