@@ -15,6 +15,7 @@ from import_helpers import published_copy
 from locomo_kit.cli import main
 from locomo_kit.imported.verdicts import VerdictImportError, VerdictMapping
 from locomo_kit.llm import ScriptedLLM
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.llm.openai_llm import OpenAICompatibleLLM
 from locomo_kit.pipeline.judges import add_verdicts, bank_judges, write_judges
 from locomo_kit.pipeline.stages import run_judge
@@ -23,6 +24,7 @@ from locomo_kit.reports.judges import shared_judges
 from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.agreement import cohen_kappa, fleiss_kappa
 from locomo_kit.scoring.rules import DEFAULT_BASIS, RULES, polarity
+from locomo_kit.settings import Judge
 
 from support.chromium import Opened
 from support.claude_mem_standin import serve
@@ -216,8 +218,8 @@ def test_a_run_judged_twice_by_the_kit_and_an_imported_set_in_one_matrix(mem0, t
     with serve(_judge_app(seen)) as url:
         for model, protocol in (("local-judge", "mem0"), ("local-judge", "strict"), ("other-judge", "mem0")):
             llm = OpenAICompatibleLLM(model, base_url=f"{url}/v1", sleep=lambda s: None)
-            made = run_judge(run, protocol=protocol, llm=llm, runs=1, gold="original", calibration_size=0,
-                             dataset_path=str(dataset_path), progress=False)
+            made = run_judge(run, judge=Judge(protocol=protocol, llm=llm, runs=1, calibration_size=0), gold="original",
+                             dataset_path=str(dataset_path), calls=CallSettings(progress=False))
             assert len(made) == 152  # another model under the same protocol: a set of its own, judged afresh
     assert seen.count("mem0") == 2 * 152 and seen.count("strict") == 152
     _, m = write_judges(run)

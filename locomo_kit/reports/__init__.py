@@ -17,6 +17,7 @@ from locomo_kit.reports.export_rows import export_run, question_rows
 from locomo_kit.reports.figures import save_figure, write_figures
 from locomo_kit.reports.flips import flip_counts, flip_lines, mcnemar_exact
 from locomo_kit.reports.judge_findings import console_lines, run_summary
+from locomo_kit.reports.judges import judge_matrix, judges_figure, matrix_frames
 from locomo_kit.reports.leaderboard_page import (
                                            leaderboard_lines,
                                            paired_lines,
@@ -35,7 +36,7 @@ from locomo_kit.reports.summary import summarize_run
 
 __all__ = ["CompareError", "RunRef", "build_question_table", "build_report", "category_table", "compare", "comparison_figure",
            "console_lines", "cross_runs", "curve_points", "export_run", "find_run", "flip_counts", "flip_lines",
-           "leaderboard_lines", "mcnemar_exact", "paired_lines", "paired_rows", "parse_runs", "pending_calls",
+           "judge_matrix", "judges_figure", "leaderboard_lines", "matrix_frames", "mcnemar_exact", "paired_lines", "paired_rows", "parse_runs", "pending_calls",
            "question_frame", "question_rows", "questions_across", "quoted_lines", "quoted_rows", "report_lines", "run_summary",
            "save_figure", "statements", "summarize_run", "table_lines", "write_comparison", "write_curve",
            "write_figures", "write_leaderboard", "write_runs_page"]
