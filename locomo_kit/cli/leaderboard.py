@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
-from locomo_kit.cli.common import CliError, call_settings, pct, say_auto
+from locomo_kit.cli.common import CliError, call_settings, int_in, pct, say_auto
 from locomo_kit.cli.options import add_answer_options, add_call_options, add_judge_options, add_sessions_option
 from locomo_kit.pipeline.leaderboard import DEFAULT_SYSTEMS, LeaderboardError, run_leaderboard
+from locomo_kit.pipeline.parallel import ParallelError, PlanAnswer
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--imported", default="", metavar="RUN,…", help="imported runs (locomo-kit import) to show in their "
                    "own section, answered elsewhere, scored here (never paired with the measured rows)")
     p.add_argument("--out", help="folder for the leaderboard (default outputs/leaderboards/<id>)")
+    p.add_argument("--jobs", type=int_in(1, 64), default=None, metavar="N",
+                   help="systems run at once, each in a process of its own, with the same runs and results as one "
+                   "after another (default: the machine's cores, capped by its available memory)")
     p.set_defaults(func=handle)
 
 
@@ -40,15 +45,18 @@ def handle(args: argparse.Namespace) -> int:
         raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model (e.g. anthropic/claude-sonnet-4-6)")
     say_auto("answer", args.answer_model)
     say_auto("judge", args.judge_model)
+    calls = call_settings(args)
+    if args.yes:  # the same answer, in a form a parallel job's process can take
+        calls = replace(calls, confirm=PlanAnswer(yes=True))
     try:
         result = run_leaderboard(args.systems, sample=args.sample, budgets=args.context_budget,
                                  answer_model=args.answer_model, judge_model=args.judge_model,
                                  judge_protocol=args.judge_protocol or "playbook", top_k=args.top_k, out=args.out,
                                  judge_runs=args.judge_runs, llm_base_url=args.answer_base_url,
                                  judge_base_url=args.judge_base_url, calibration_size=args.calibration_size,
-                                 calls=call_settings(args), timeout=args.timeout, limit=args.limit,
+                                 calls=calls, timeout=args.timeout, limit=args.limit, jobs=args.jobs,
                                  imported=[r for r in args.imported.split(",") if r.strip()])
-    except LeaderboardError as exc:
+    except (LeaderboardError, ParallelError) as exc:
         raise CliError(str(exc)) from None
     for r in result.rows:
         print(f"{r['system']:<28} budget {r['budget'] or 0:>6,}: evidence recall {pct(r['evidence_recall'])}, "

@@ -34,6 +34,7 @@ import numpy as np
 from locomo_kit.llm import DEFAULT_ANSWER_MODEL, resolve_auto
 from locomo_kit.paths import outputs_dir
 from locomo_kit.pipeline.budgets import curve_points, parse_budgets, run_budgets, run_point, write_curve
+from locomo_kit.pipeline.parallel import Job, check_jobs, default_jobs, job_calls, run_jobs
 from locomo_kit.pipeline.stages import resolve_run, retrieval, run_all, run_config
 from locomo_kit.reports.baselines import LOCOMO_F1, MEM0_F1, MEM0_J, MEM0_LATENCY, SESSION_RECALL_CLAIMS
 from locomo_kit.reports.comparison import compare
@@ -335,12 +336,84 @@ def leaderboard_id(sample: str, entries: Sequence[Entry], answer_model: str, bud
                 f"{judge}-{names}")
 
 
+@dataclass(frozen=True)
+class BoardSettings:
+    """What every system of one leaderboard runs with (the same for all; pickled to a parallel job)."""
+
+    sample: str
+    budgets: tuple[int, ...]
+    answer_model: str
+    judge_model: str | None
+    judge_protocol: str
+    top_k: int | None
+    limit: int | None
+    run_options: dict[str, Any]
+
+
+def run_system(entry: Entry, *, settings: BoardSettings, log: Callable[[str], None] = print) -> SystemOutcome:
+    """Run (or reuse) one system at every budget; a failure is the outcome's ``error``, never raised
+    (Ctrl-C is)."""
+    s = settings
+    outcome = SystemOutcome(entry)
+    protocol = s.judge_protocol if s.judge_model else None
+
+    def config_run(budget: int) -> RunFolder:
+        k, b = retrieval(s.top_k, budget)
+        return resolve_run(run_config(s.sample, answer_model=s.answer_model, top_k=k, context_budget=b, limit=s.limit,
+                                      **entry.run_kwargs()))
+
+    def run_one(budget: int):
+        k, b = retrieval(s.top_k, budget)
+        return run_all(s.sample, answer_model=s.answer_model, judge_model=s.judge_model,
+                       judge_protocol=s.judge_protocol, top_k=k, context_budget=b, log=log, limit=s.limit,
+                       **entry.run_kwargs(), **s.run_options)
+
+    try:
+        if entry.name not in ("memworker", "claude-mem"):
+            resolve(entry.name)  # its adapter and packages, before any work: a missing one says what to install
+        outcome.runs = run_budgets(s.budgets, run_one, config_run, protocol, log, s.sample,
+                                   s.run_options.get("dataset_path"))
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        outcome.error = f"{type(exc).__name__}: {exc}"
+        log(f"{entry.spec} FAILED: {outcome.error}")
+    return outcome
+
+
+def system_job(entry: Entry, *, settings: BoardSettings, log: Callable[[str], None] = print) -> SystemOutcome:
+    """:func:`run_system` in a parallel job's process: no progress bars (the console keeps one line per
+    system), and only what the table needs sent back (each run's folder and verdict, not its results)."""
+    quiet = BoardSettings(**{**settings.__dict__, "run_options": {**settings.run_options, "progress": False}})
+    outcome = run_system(entry, settings=quiet, log=log)
+    for r in outcome.runs:
+        r.result = None
+    return outcome
+
+
+def parallel_outcomes(entries: Sequence[Entry], settings: BoardSettings, jobs: int) -> list[SystemOutcome]:
+    """Every system in a process of its own, ``jobs`` at a time (:func:`~locomo_kit.pipeline.parallel.run_jobs`)."""
+    if settings.run_options.get("calls") is not None:
+        settings = BoardSettings(**{**settings.__dict__,
+                                    "run_options": {**settings.run_options,
+                                                    "calls": job_calls(settings.run_options["calls"])}})
+    results = run_jobs([Job(e.spec, system_job, {"entry": e, "settings": settings}) for e in entries], workers=jobs)
+    outcomes = []
+    for entry, res in zip(entries, results):
+        outcome = res.value if isinstance(res.value, SystemOutcome) else SystemOutcome(entry, error=res.error)
+        outcomes.append(outcome)
+    return outcomes
+
+
 def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budgets: str | Sequence[int] | None = None,
                     answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
                     top_k: int | None = None, out: str | Path | None = None, log: Callable[[str], None] = print,
-                    imported: Sequence[str] = (), limit: int | None = None, **run_options: Any) -> LeaderboardResult:
+                    imported: Sequence[str] = (), limit: int | None = None, jobs: int | None = 1,
+                    **run_options: Any) -> LeaderboardResult:
     """Run (or reuse) every system at every budget and write the leaderboard (see module doc); ``limit``: only
-    the first N questions of each sample (runs of their own, as ``run --limit`` makes them).
+    the first N questions of each sample (runs of their own, as ``run --limit`` makes them); ``jobs``: how many
+    systems run at once, each in a process of its own (:mod:`locomo_kit.pipeline.parallel`; None: the cores,
+    capped by memory), with the same runs and records as one after another.
 
     ``run_options`` go to :func:`~locomo_kit.pipeline.stages.run_all` unchanged (``judge_runs``, ``llm_base_url``,
     ``judge_base_url``, ``calls``, ``timeout``, ``progress``, ``dataset_path`` …): the same for every system.
@@ -351,32 +424,18 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
     elsewhere = imported_rows(imported)  # checked before any work: each must be an imported, scored run
     answer_model = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL)
     protocol = judge_protocol if judge_model else None
-    outcomes: list[SystemOutcome] = []
-    dataset_path = run_options.get("dataset_path")
-    for entry in entries:
-        outcome = SystemOutcome(entry)
-        outcomes.append(outcome)
-        log(f"== {entry.spec} ==")
-
-        def config_run(budget: int, entry: Entry = entry) -> RunFolder:
-            k, b = retrieval(top_k, budget)
-            return resolve_run(run_config(sample, answer_model=answer_model, top_k=k, context_budget=b, limit=limit,
-                                          **entry.run_kwargs()))
-
-        def run_one(budget: int, entry: Entry = entry):
-            k, b = retrieval(top_k, budget)
-            return run_all(sample, answer_model=answer_model, judge_model=judge_model, judge_protocol=judge_protocol,
-                           top_k=k, context_budget=b, log=log, limit=limit, **entry.run_kwargs(), **run_options)
-
-        try:
-            if entry.name not in ("memworker", "claude-mem"):
-                resolve(entry.name)  # its adapter and packages, before any work: a missing one says what to install
-            outcome.runs = run_budgets(budgets, run_one, config_run, protocol, log, sample, dataset_path)
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:
-            outcome.error = f"{type(exc).__name__}: {exc}"
-            log(f"{entry.spec} FAILED: {outcome.error}")
+    settings = BoardSettings(sample, tuple(budgets), answer_model, judge_model, judge_protocol, top_k, limit,
+                             dict(run_options))
+    if jobs is None:
+        jobs = default_jobs([e.name for e in entries])
+    check_jobs(jobs)
+    if jobs > 1 and len(entries) > 1:
+        outcomes = parallel_outcomes(entries, settings, jobs)
+    else:
+        outcomes = []
+        for entry in entries:
+            log(f"== {entry.spec} ==")
+            outcomes.append(run_system(entry, settings=settings, log=log))
     rows = []
     for o in outcomes:
         for r in o.runs:
