@@ -34,7 +34,7 @@ import numpy as np
 from locomo_kit.llm import DEFAULT_ANSWER_MODEL, resolve_auto
 from locomo_kit.paths import outputs_dir
 from locomo_kit.pipeline.budgets import curve_points, parse_budgets, run_budgets, run_point, write_curve
-from locomo_kit.pipeline.parallel import Job, check_jobs, default_jobs, job_calls, run_jobs
+from locomo_kit.pipeline.parallel import Job, Lines, check_jobs, default_jobs, job_calls, run_jobs
 from locomo_kit.pipeline.stages import resolve_run, retrieval, run_all, run_config
 from locomo_kit.reports.baselines import LOCOMO_F1, MEM0_F1, MEM0_J, MEM0_LATENCY, SESSION_RECALL_CLAIMS
 from locomo_kit.reports.comparison import compare
@@ -391,13 +391,17 @@ def system_job(entry: Entry, *, settings: BoardSettings, log: Callable[[str], No
     return outcome
 
 
-def parallel_outcomes(entries: Sequence[Entry], settings: BoardSettings, jobs: int) -> list[SystemOutcome]:
-    """Every system in a process of its own, ``jobs`` at a time (:func:`~locomo_kit.pipeline.parallel.run_jobs`)."""
+def parallel_outcomes(entries: Sequence[Entry], *, settings: BoardSettings, jobs: int,
+                      log: Callable[[str], None] = print) -> list[SystemOutcome]:
+    """Every system in a process of its own, ``jobs`` at a time (:func:`~locomo_kit.pipeline.parallel.run_jobs`);
+    the console's lines go to ``log`` when it is not ``print``."""
     if settings.run_options.get("calls") is not None:
         settings = BoardSettings(**{**settings.__dict__,
                                     "run_options": {**settings.run_options,
                                                     "calls": job_calls(settings.run_options["calls"])}})
-    results = run_jobs([Job(e.spec, system_job, {"entry": e, "settings": settings}) for e in entries], workers=jobs)
+    lines = Lines([e.spec for e in entries], log=None if log is print else log)
+    results = run_jobs([Job(e.spec, system_job, {"entry": e, "settings": settings}) for e in entries], workers=jobs,
+                       lines=lines)
     outcomes = []
     for entry, res in zip(entries, results):
         outcome = res.value if isinstance(res.value, SystemOutcome) else SystemOutcome(entry, error=res.error)
@@ -430,7 +434,7 @@ def run_leaderboard(systems: str | Sequence[str], sample: str = "conv-26", budge
         jobs = default_jobs([e.name for e in entries])
     check_jobs(jobs)
     if jobs > 1 and len(entries) > 1:
-        outcomes = parallel_outcomes(entries, settings, jobs)
+        outcomes = parallel_outcomes(entries, settings=settings, jobs=jobs, log=log)
     else:
         outcomes = []
         for entry in entries:

@@ -137,12 +137,15 @@ def _work(job: Job, messages: Any) -> None:
 
 
 class Lines:
-    """One line per job: redrawn in place on a terminal, else each new line printed with the job's name."""
+    """One line per job: redrawn in place on a terminal, else each new line printed with the job's name (or given
+    to ``log``, a library caller's own)."""
 
-    def __init__(self, names: Sequence[str], out: TextIO | None = None, live: bool | None = None) -> None:
+    def __init__(self, names: Sequence[str], out: TextIO | None = None, live: bool | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
         self.names = list(names)
         self.out = out or sys.stdout
-        self.live = self.out.isatty() if live is None else live
+        self.log = log
+        self.live = False if log is not None else self.out.isatty() if live is None else live
         self.state = {n: "waiting" for n in self.names}
         self.width = max(len(n) for n in self.names) if self.names else 0
         self.drawn = False
@@ -151,6 +154,8 @@ class Lines:
         self.state[name] = text
         if self.live:
             self.draw()
+        elif self.log is not None:
+            self.log(f"{name:<{self.width}} | {text}")
         else:
             print(f"{name:<{self.width}} | {text}", file=self.out, flush=True)
 
@@ -210,12 +215,12 @@ def run_jobs(jobs: Sequence[Job], *, workers: int, lines: Lines | None = None,
                 lines.set(name, f"done in {payload.seconds:,.0f} s{peak}" if not payload.error
                           else f"FAILED: {payload.error}")
     except KeyboardInterrupt:
-        stop(list(running.values()), grace_s)
+        stop(list(running.values()), grace_s=grace_s)
         raise
     return [results[n] for n in names]
 
 
-def stop(procs: Sequence[Any], grace_s: float = GRACE_S) -> None:
+def stop(procs: Sequence[Any], *, grace_s: float = GRACE_S) -> None:
     """Stop the job processes as Ctrl-C stops a run (SIGINT: records on disk, resumable), then terminate
     any still alive after ``grace_s`` seconds."""
     for proc in procs:
