@@ -334,10 +334,20 @@ def test_ctrl_c_stops_every_job_and_a_rerun_completes_them(one_after_another, tm
         assert not (out / "leaderboards").exists()  # no table from an interrupted leaderboard
         cut = [r for r in (out / "runs").glob("*minilm*-q4-*") if not (r / "report.md").exists()]
         assert cut or not list((out / "runs").glob("*minilm*-q4-*")), "memworker's run finished before the SIGINT"
-        left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).count(str(out))]
-        assert not left, [_cmdline(p) for p in left]  # no job, nor its Worker, left running
+        assert not _left_running(out), [_cmdline(p) for p in _left_running(out)]  # no job, nor its Worker
         assert main([*JOBS_ARGS, "--jobs", "2"]) == 0
         assert _results(out) == one_after_another
+
+
+def _left_running(out: Path, wait_s: float = 30.0) -> list[Path]:
+    """The processes still running on ``out`` after up to ``wait_s`` seconds: a job's Worker stops itself once its
+    job has gone (it watches its parent), as it does when a run alone is interrupted."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and str(out) in _cmdline(p)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
 
 
 def _cmdline(proc: Path) -> str:
