@@ -1,18 +1,23 @@
-"""Time the leaderboard: every offline system through the whole pipeline, from nothing, on all 10 conversations.
+"""Time the leaderboard's cost curve: the offline systems from nothing, at --jobs 1 and --jobs N, on 1, 3 and 10 conversations.
 
-Runs ``locomo-kit leaderboard --systems S --sample SAMPLE --context-budget B`` once per system, in an
-empty outputs folder (so every ingestion is timed cold), then once more over all systems together
-(every run reused: only the table is written). For each system it reports the wall time of its
-command, the ingestion time (the sum of the sessions' recorded times), the search latency p50/p95 and
-the number of searches, evidence recall within the budget and official F1 (extractive floor).
-Prints a table and writes ``outputs/bench/leaderboard.json``; the leaderboard itself stays in the
-bench's outputs folder (``outputs/bench/leaderboard-runs/leaderboards/…``).
+For each number of conversations C (the first C of the dataset; 10 is ``--sample all``) and each jobs count
+(1, then N), it runs ``locomo-kit leaderboard --systems S --sample <those C> --context-budget B --jobs J`` as a
+process of its own in an empty outputs folder (so every ingestion is cold), and records its wall time, the CPU
+seconds of the command and everything it started, each system's time (``--jobs 1``: from its ``== system ==``
+line to the next; ``--jobs N``: the ``done in`` of its line) and peak memory (``--jobs N``: its job's process
+and largest child), and evidence recall and official F1 per system. Then it checks that ``--jobs N`` made the
+same runs and records as ``--jobs 1`` (answers, scores and the table, times left aside).
 
-    .venv/bin/python benchmarks/leaderboard_bench.py [--systems memworker,mempalace,mem0,bm25,dense] [--sample all]
-        [--context-budget 1000] [--keep]
+Prints a table and writes ``outputs/bench/leaderboard.json`` (rewritten after each command, so a stopped bench
+keeps what it measured); the runs stay in ``outputs/bench/leaderboard-runs/c<C>-j<J>/``.
 
-``--keep`` reuses the bench's outputs folder instead of emptying it (times then exclude what was reused).
-The issue's target: the five offline systems on all 10 conversations in at most 30 minutes here.
+    .venv/bin/python benchmarks/leaderboard_bench.py [--systems memworker,mempalace,mem0,bm25,dense]
+        [--conversations 1,3,10] [--jobs N] [--context-budget 1000] [--limit Q]
+
+``--jobs N``: the parallel count compared with 1 (default: what ``--jobs`` defaults to on this machine);
+``--limit Q``: only the first Q questions of each conversation (a quick look; not the figures the docs quote).
+The issue's target: the five offline systems on all 10 conversations within 10 minutes here, records equal
+to those of ``--jobs 1``.
 """
 
 from __future__ import annotations
@@ -21,24 +26,25 @@ import argparse
 import json
 import os
 import platform
+import re
+import resource
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from locomo_kit.paths import outputs_dir
+from locomo_kit.dataset import load_dataset
+from locomo_kit.paths import default_dataset_path, outputs_dir
+from locomo_kit.pipeline.leaderboard import parse_systems
+from locomo_kit.pipeline.parallel import default_jobs
+from locomo_kit.runs import git_commit
 
 SYSTEMS = "memworker,mempalace,mem0,bm25,dense"
-TARGET_S = 30 * 60
-
-
-def _git_commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True, cwd=Path(__file__).resolve().parent.parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
+TARGET_S = 10 * 60
+TIMING = {"created_at", "search_latency_ms", "answer_latency_ms", "seconds", "finished_at", "worker_url", "at",
+          "generation", "ingest_s", "search_p50_ms", "search_p95_ms"}
+DONE = re.compile(r"^(?P<name>\S+)\s+\| done in (?P<s>[\d,.]+) s(?:, peak (?P<mib>[\d,.]+) MiB)?")
 
 
 def _load() -> list[float] | None:
@@ -48,81 +54,129 @@ def _load() -> list[float] | None:
         return None
 
 
-def _write(real_outputs: Path, result: dict) -> Path:
-    """outputs/bench/leaderboard.json (rewritten after each system, so a stopped bench keeps what it measured)."""
-    out = real_outputs / "bench" / "leaderboard.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+def _without_timing(value):
+    if isinstance(value, dict):
+        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [_without_timing(v) for v in value]
+    return value
+
+
+def records(folder: Path) -> dict[str, list]:
+    """Every run's answers and scores under ``folder``, without the times."""
+    out = {}
+    for run in sorted((folder / "runs").glob("*")):
+        for name in ("answers.jsonl", "scores.jsonl"):
+            if (run / name).exists():
+                out[f"{run.name}/{name}"] = [_without_timing(json.loads(x))
+                                             for x in (run / name).read_text().splitlines() if x.strip()]
     return out
+
+
+def leaderboard_rows(folder: Path) -> list[dict]:
+    boards = sorted((folder / "leaderboards").glob("*/leaderboard.json"))
+    return json.loads(boards[0].read_text())["rows"] if boards else []
+
+
+def run_command(argv: list[str], outputs: Path, names: list[str]) -> dict:
+    """One leaderboard command in ``outputs`` (emptied first): wall and CPU seconds, per-system times and peaks."""
+    if outputs.exists():
+        shutil.rmtree(outputs)
+    outputs.mkdir(parents=True)
+    env = dict(os.environ, LOCOMO_OUTPUTS_DIR=str(outputs))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "locomo_kit", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    systems: dict[str, dict] = {n: {} for n in names}
+    current, since = None, t0
+    log = []
+    for line in proc.stdout:
+        log.append(line)
+        now = time.monotonic()
+        header = re.match(r"^== (\S+) ==$", line.strip())
+        if header:  # --jobs 1: each system's time runs from its header to the next one (or the end)
+            if current in systems:
+                systems[current]["seconds"] = round(now - since, 1)
+            current, since = header.group(1), now
+        done = DONE.match(line)
+        if done and done.group("name") in systems:
+            systems[done.group("name")]["seconds"] = float(done.group("s").replace(",", ""))
+            if done.group("mib"):
+                systems[done.group("name")]["peak_mib"] = float(done.group("mib").replace(",", ""))
+    code = proc.wait()
+    wall = time.monotonic() - t0
+    if current in systems and "seconds" not in systems[current]:
+        systems[current]["seconds"] = round(wall - (since - t0), 1)  # the last one, with the table's writing
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    (outputs / "command.log").write_text("".join(log))
+    for row in leaderboard_rows(outputs):
+        name = row["system"].split()[0]
+        if name in systems:
+            systems[name].update(evidence_recall=row["evidence_recall"], locomo_f1=row["locomo_f1"],
+                                 questions=row["questions"])
+    return {"argv": argv, "exit": code, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "systems": systems,
+            "load_after": _load()}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--systems", default=SYSTEMS)
-    ap.add_argument("--sample", default="all")
+    ap.add_argument("--conversations", default="1,3,10", help="how many conversations, comma-separated (1,3,10)")
+    ap.add_argument("--jobs", type=int, default=None, help="the parallel count (default: --jobs's default here)")
     ap.add_argument("--context-budget", default="1000")
-    ap.add_argument("--keep", action="store_true", help="reuse the bench's outputs folder (default: start empty)")
+    ap.add_argument("--limit", type=int, default=None, help="only the first Q questions of each conversation")
     args = ap.parse_args(argv)
 
-    real_outputs = outputs_dir()
-    bench_outputs = real_outputs / "bench" / "leaderboard-runs"
-    if bench_outputs.exists() and not args.keep:
-        shutil.rmtree(bench_outputs)
-    bench_outputs.mkdir(parents=True, exist_ok=True)
-    os.environ["LOCOMO_OUTPUTS_DIR"] = str(bench_outputs)  # every run, ingestion and cache of the bench lives here
-
-    from locomo_kit.cli import main as cli
-    from locomo_kit.pipeline.leaderboard import parse_systems
-
     entries = parse_systems(args.systems)
-    per_system = []
-    started = time.monotonic()
-    load_before = _load()
-    for entry in entries:
-        t0 = time.monotonic()
-        code = cli(["leaderboard", "--systems", entry.spec, "--sample", args.sample,
-                    "--context-budget", args.context_budget])
-        wall = time.monotonic() - t0
-        board = max((bench_outputs / "leaderboards").glob(f"*-{entry.name}/leaderboard.json"),
-                    key=lambda p: p.stat().st_mtime, default=None)
-        rows = json.loads(board.read_text())["rows"] if board else []
-        per_system.append({"system": entry.spec, "exit": code, "wall_s": round(wall, 1),
-                           "label": rows[0]["system"] if rows else None,
-                           "ingest_s": rows[0]["ingest_s"] if rows else None,
-                           "search_p50_ms": rows[0]["search_p50_ms"] if rows else None,
-                           "search_p95_ms": rows[0]["search_p95_ms"] if rows else None,
-                           "questions": rows[0]["questions"] if rows else None,
-                           "evidence_recall": rows[0]["evidence_recall"] if rows else None,
-                           "locomo_f1": rows[0]["locomo_f1"] if rows else None,
-                           "load_after": _load()})
-        print(f"{entry.spec}: exit {code}, {wall:.0f} s", flush=True)
-        _write(real_outputs, {"systems": per_system, "complete": False, "sample": args.sample,
-                              "elapsed_s": round(time.monotonic() - started, 1), "git_commit": _git_commit()})
-    total = time.monotonic() - started
-    t0 = time.monotonic()
-    code = cli(["leaderboard", "--systems", args.systems, "--sample", args.sample, "--context-budget", args.context_budget])
-    table_s = time.monotonic() - t0
+    names = [e.spec for e in entries]
+    counts = [int(c) for c in args.conversations.split(",") if c.strip()]
+    samples = [c.sample_id for c in load_dataset(default_dataset_path())]
+    if not counts or any(not 1 <= c <= len(samples) for c in counts):
+        ap.error(f"--conversations takes counts from 1 to {len(samples)}, e.g. 1,3,10")
+    jobs = args.jobs or default_jobs([e.name for e in entries])
+    real_outputs = outputs_dir()
+    root = real_outputs / "bench" / "leaderboard-runs"
+    result: dict = {"systems": names, "context_budget": args.context_budget, "limit": args.limit, "jobs": jobs,
+                    "points": [], "target_s": TARGET_S, "git_commit": git_commit(),
+                    "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                                "python": sys.version.split()[0], "load_before": _load()},
+                    "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "complete": False}
+    out = real_outputs / "bench" / "leaderboard.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ok = True
+    for count in counts:
+        sample = "all" if count == len(samples) else ",".join(samples[:count])
+        point: dict = {"conversations": count, "sample": sample, "by_jobs": {}}
+        result["points"].append(point)
+        for j in dict.fromkeys([1, jobs]):
+            cmd = ["leaderboard", "--systems", args.systems, "--sample", sample, "--context-budget",
+                   args.context_budget, "--jobs", str(j)] + (["--limit", str(args.limit)] if args.limit else [])
+            print(f"{count} conversation(s), --jobs {j}: {' '.join(cmd)}", flush=True)
+            point["by_jobs"][str(j)] = measured = run_command(cmd, root / f"c{count}-j{j}", names)
+            ok = ok and measured["exit"] == 0
+            print(f"  exit {measured['exit']}, {measured['wall_s']:.0f} s wall, {measured['cpu_s']:.0f} CPU-s", flush=True)
+            out.write_text(json.dumps(result, indent=2), encoding="utf-8")
+        if jobs != 1:
+            same = (records(root / f"c{count}-j1") == records(root / f"c{count}-j{jobs}")
+                    and _without_timing(leaderboard_rows(root / f"c{count}-j1"))
+                    == _without_timing(leaderboard_rows(root / f"c{count}-j{jobs}")))
+            point["records_equal"] = same
+            ok = ok and same
+            print(f"  --jobs {jobs} made the records of --jobs 1: {'yes' if same else 'NO'}", flush=True)
+    result.update(complete=True, written_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    result["machine"]["load_after"] = _load()
+    out.write_text(json.dumps(result, indent=2), encoding="utf-8")
 
-    result = {"systems": per_system, "complete": True, "total_s": round(total, 1), "target_s": TARGET_S,
-              "within_target": total <= TARGET_S, "all_systems_exit": code, "table_s": round(table_s, 1),
-              "sample": args.sample, "context_budget": args.context_budget, "cold": not args.keep,
-              "leaderboard": str(max((bench_outputs / "leaderboards").glob("*/leaderboard.md"),
-                                     key=lambda p: p.stat().st_mtime, default="")),
-              "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": sys.version.split()[0],
-                          "load_before": load_before, "load_after": _load()},
-              "git_commit": _git_commit(), "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    header = f"{'system':<22} {'exit':>4} {'wall s':>8} {'ingest s':>9} {'search p50 ms':>14} {'p95 ms':>8} {'recall %':>9} {'F1 %':>6}"
-    print(header)
-    fmt = lambda v, d=1: "–" if v is None else f"{v:.{d}f}"
-    for s in per_system:
-        print(f"{s['system']:<22} {s['exit']:>4} {s['wall_s']:>8.1f} {fmt(s['ingest_s']):>9} "
-              f"{fmt(s['search_p50_ms'], 2):>14} {fmt(s['search_p95_ms'], 2):>8} {fmt(s['evidence_recall']):>9} "
-              f"{fmt(s['locomo_f1']):>6}")
-    print(f"total {total:.0f} s for {len(per_system)} systems (target {TARGET_S} s: "
-          f"{'met' if result['within_target'] else 'NOT met'}); the table over all of them: {table_s:.1f} s, exit {code}")
-    out = _write(real_outputs, result)
-    print(f"wrote {out}; leaderboard: {result['leaderboard']}")
-    return 0 if code == 0 and all(s["exit"] == 0 for s in per_system) else 1
+    fmt = lambda v, d=1: "–" if v is None else f"{v:,.{d}f}"
+    print(f"\n{'conversations':>13} {'jobs':>4} {'wall s':>8} {'CPU s':>7}  " + "  ".join(f"{n:>12}" for n in names))
+    for p in result["points"]:
+        for j, m in p["by_jobs"].items():
+            cells = "  ".join(f"{fmt(m['systems'][n].get('seconds')):>8} s{'':>2}" for n in names)
+            print(f"{p['conversations']:>13} {j:>4} {m['wall_s']:>8.1f} {m['cpu_s']:>7.1f}  {cells}")
+    print(f"wrote {out}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

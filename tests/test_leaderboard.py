@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import signal
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -311,3 +316,96 @@ def test_the_widest_measured_table_fits_too(browser, tmp_path):
     assert opened.errors == [] and opened.page.locator("h2:has-text('Measured here') ~ table thead th").count() == 16
     assert_measured_table_fits(opened)
     opened.page.close()
+
+
+# -- --jobs: the systems in processes of their own give the runs and records of one after another; Ctrl-C stops
+# every job and a rerun completes them
+
+JOBS_ARGS = ["leaderboard", "--systems", "memworker,bm25", "--sample", "conv-30", "--sessions", "6", "--limit", "4"]
+TIMING = {"created_at", "search_latency_ms", "answer_latency_ms", "seconds", "finished_at", "worker_url", "at",
+          "generation", "ingest_s", "search_p50_ms", "search_p95_ms", "written_at"}
+
+
+def _without_timing(value):
+    if isinstance(value, dict):
+        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [_without_timing(v) for v in value]
+    return value
+
+
+def _results(outputs: Path) -> dict[str, object]:
+    """Every run's answers and scores, every ingestion's latest record per session, and the leaderboard's rows,
+    without the times (the only fields that differ between two runs of the same configuration)."""
+    out: dict[str, object] = {}
+    for run in sorted((outputs / "runs").iterdir()):
+        for name in ("answers.jsonl", "scores.jsonl"):
+            if (run / name).exists():
+                out[f"{run.name}/{name}"] = [_without_timing(json.loads(x)) for x in (run / name).read_text().splitlines()]
+        if (run / "ingest.jsonl").exists():
+            latest = {}
+            for line in (run / "ingest.jsonl").read_text().splitlines():
+                r = json.loads(line)
+                if r.get("kind", "session") == "session":
+                    latest[(r["sample_id"], r["session"])] = _without_timing(r)
+            out[f"{run.name}/ingest.jsonl"] = sorted(latest.items())
+    (board,) = (outputs / "leaderboards").glob("*/leaderboard.json")
+    out["rows"] = _without_timing(json.loads(board.read_text())["rows"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def one_after_another(tmp_path_factory, dataset_path):
+    with offline_outputs(tmp_path_factory.mktemp("jobs1")) as out:
+        assert main([*JOBS_ARGS, "--jobs", "1"]) == 0
+        return _results(out)
+
+
+def test_jobs_2_makes_the_runs_and_records_of_jobs_1(one_after_another, tmp_path, capsys):
+    with offline_outputs(tmp_path / "outputs") as out:
+        assert main([*JOBS_ARGS, "--jobs", "2"]) == 0
+        printed = capsys.readouterr().out
+        assert _results(out) == one_after_another
+    assert "memworker | done in" in printed and "bm25      | done in" in printed  # one line per system
+
+
+def test_ctrl_c_stops_every_job_and_a_rerun_completes_them(one_after_another, tmp_path):
+    """SIGINT to the command (as Ctrl-C sends it) while both systems work: it exits 130 with no job process left;
+    the same command again finishes, with the records of an uninterrupted run."""
+    with offline_outputs(tmp_path / "outputs") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "locomo_kit", *JOBS_ARGS, "--jobs", "2"], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy())
+        seen = []
+        for line in proc.stdout:  # interrupt once memworker's ingestion is under way
+            seen.append(line)
+            if line.startswith("memworker | context budget"):
+                time.sleep(0.5)
+                break
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 130, "".join(seen) + rest
+        assert "interrupted; rerun the same command to resume" in rest
+        assert not (out / "leaderboards").exists()  # no table from an interrupted leaderboard
+        memworker_runs = (out / "runs").glob("*-transcript-embedded-*-q4-*")
+        assert not any((r / "report.md").exists() for r in memworker_runs), "memworker's run ended before the SIGINT"
+        assert not _left_running(out), [_cmdline(p) for p in _left_running(out)]  # no job, nor its Worker
+        assert main([*JOBS_ARGS, "--jobs", "2"]) == 0
+        assert _results(out) == one_after_another
+
+
+def _left_running(out: Path, wait_s: float = 30.0) -> list[Path]:
+    """The processes still running on ``out`` after up to ``wait_s`` seconds: a job's Worker stops itself once its
+    job has gone (it watches its parent), as it does when a run alone is interrupted."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and str(out) in _cmdline(p)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

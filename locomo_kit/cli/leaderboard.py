@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 
 from locomo_kit.cli.common import (
     CliError,
     answerer_options,
     call_settings,
+    int_in,
     judge_options,
     pct,
     retrieval_options,
@@ -16,6 +18,7 @@ from locomo_kit.cli.common import (
 )
 from locomo_kit.cli.options import add_answer_options, add_call_options, add_judge_options, add_sessions_option
 from locomo_kit.pipeline.leaderboard import DEFAULT_SYSTEMS, LeaderboardError, run_leaderboard
+from locomo_kit.pipeline.parallel import ParallelError, PlanAnswer
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +41,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--imported", default="", metavar="RUN,…", help="imported runs (locomo-kit import) to show in their "
                    "own section, answered elsewhere, scored here (never paired with the measured rows)")
     p.add_argument("--out", help="folder for the leaderboard (default outputs/leaderboards/<id>)")
+    p.add_argument("--jobs", type=int_in(1, 64), default=None, metavar="N",
+                   help="systems run at once, each in a process of its own, with the same runs and results as one "
+                   "after another (default: the machine's cores, capped by its available memory)")
     p.set_defaults(func=handle)
 
 
@@ -48,13 +54,16 @@ def handle(args: argparse.Namespace) -> int:
         raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model (e.g. anthropic/claude-sonnet-4-6)")
     say_auto("answer", args.answer_model)
     say_auto("judge", args.judge_model)
+    calls = call_settings(args)
+    if args.yes:  # the same answer, in a form a parallel job's process can take
+        calls = replace(calls, confirm=PlanAnswer(yes=True))
     try:
         result = run_leaderboard(args.systems, sample=args.sample,
                                  budgets=[retrieval_options(args, b) for b in args.context_budget or [None]],
                                  answerer=answerer_options(args), judge=judge_options(args),
                                  imported=[r for r in args.imported.split(",") if r.strip()], out=args.out,
-                                 calls=call_settings(args))
-    except LeaderboardError as exc:
+                                 calls=replace(calls, jobs=args.jobs))
+    except (LeaderboardError, ParallelError) as exc:
         raise CliError(str(exc)) from None
     for r in result.rows:
         print(f"{r['system']:<28} budget {r['budget'] or 0:>6,}: evidence recall {pct(r['evidence_recall'])}, "

@@ -57,6 +57,7 @@ class CallSettings:
     preflight: bool = True
     progress: bool | None = None  # progress bars: True/False force them on/off; None: on a terminal, else lines
     log: Callable[[str], None] = print  # where a stage's console lines go
+    jobs: int | None = 1  # a leaderboard's systems run at once, each in a process of its own (None: cores, capped by memory)
 
     def pool(self) -> PoolSettings:
         return PoolSettings(concurrency=self.concurrency, rpm=self.rpm, tpm=self.tpm, retries=self.retries,

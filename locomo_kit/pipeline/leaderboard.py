@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from locomo_kit.llm import DEFAULT_ANSWER_MODEL, resolve_auto
 from locomo_kit.llm.execute import CallSettings
 from locomo_kit.paths import outputs_dir
 from locomo_kit.pipeline.budgets import parse_budgets, run_budgets
+from locomo_kit.pipeline.parallel import Job, Lines, check_jobs, default_jobs, job_calls, run_jobs
 from locomo_kit.pipeline.stages import resolve_run, run_all, run_config
 from locomo_kit.reports.imported_board import imported_rows
 from locomo_kit.reports.leaderboard_page import measured_row, run_label, write_leaderboard
@@ -126,6 +127,71 @@ def retrievals(budgets: str | Sequence[int | Retrieval] | None) -> list[Retrieva
     return [Retrieval(context_budget=b) for b in parse_budgets(given) or [DEFAULT_CONTEXT_BUDGET]]
 
 
+@dataclass(frozen=True)
+class BoardSettings:
+    """What every system of one leaderboard runs with (the same for all; pickled to a parallel job)."""
+
+    sample: str
+    retrievals: tuple[Retrieval, ...]  # one run per retrieval (a context budget, or a top-k cap)
+    answerer: Answerer
+    judge: Judge
+    calls: CallSettings | None = None
+
+
+def run_system(entry: Entry, *, settings: BoardSettings, log: Callable[[str], None] = print) -> SystemOutcome:
+    """Run (or reuse) one system at every budget; a failure is the outcome's ``error``, never raised
+    (Ctrl-C is)."""
+    s = settings
+    wanted = {r.context_budget: r for r in s.retrievals}
+    outcome = SystemOutcome(entry)
+    protocol = s.judge.protocol if s.judge.active else None
+
+    def config_run(budget: int) -> RunFolder:
+        return resolve_run(run_config(s.sample, system=entry.system(), retrieval=wanted[budget], answerer=s.answerer))
+
+    def run_one(budget: int):
+        return run_all(s.sample, system=entry.system(), retrieval=wanted[budget], answerer=s.answerer, judge=s.judge,
+                       calls=s.calls)
+
+    try:
+        if entry.name not in ("memworker", "claude-mem"):
+            resolve(entry.name)  # its adapter and packages, before any work: a missing one says what to install
+        outcome.runs = run_budgets(list(wanted), run_one=run_one, config_run=config_run, judge_protocol=protocol,
+                                   log=log, sample=s.sample)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        outcome.error = f"{type(exc).__name__}: {exc}"
+        log(f"{entry.spec} FAILED: {outcome.error}")
+    return outcome
+
+
+def system_job(entry: Entry, *, settings: BoardSettings, log: Callable[[str], None] = print) -> SystemOutcome:
+    """:func:`run_system` in a parallel job's process: no progress bars (the console keeps one line per
+    system), its lines to the job's ``log``, and only what the table needs sent back (each run's folder and
+    verdict, not its results)."""
+    calls = replace(settings.calls or CallSettings(), progress=False, log=log)
+    outcome = run_system(entry, settings=replace(settings, calls=calls), log=log)
+    for r in outcome.runs:
+        r.result = None
+    return outcome
+
+
+def parallel_outcomes(entries: Sequence[Entry], *, settings: BoardSettings, jobs: int,
+                      log: Callable[[str], None] = print) -> list[SystemOutcome]:
+    """Every system in a process of its own, ``jobs`` at a time (:func:`~locomo_kit.pipeline.parallel.run_jobs`);
+    the console's lines go to ``log`` when it is not ``print``."""
+    calls = job_calls(settings.calls)
+    if calls is not None:
+        calls = replace(calls, log=print)  # the caller's own function may not pickle; each job gets its own
+    settings = replace(settings, calls=calls)
+    lines = Lines([e.spec for e in entries], log=None if log is print else log)
+    results = run_jobs([Job(e.spec, system_job, {"entry": e, "settings": settings}) for e in entries], workers=jobs,
+                       lines=lines)
+    return [res.value if isinstance(res.value, SystemOutcome) else SystemOutcome(entry, error=res.error)
+            for entry, res in zip(entries, results)]
+
+
 def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
                     budgets: str | Sequence[int | Retrieval] | None = None, answerer: Answerer | str | None = None,
                     judge: Judge | str | None = None, imported: Sequence[str] = (), out: str | Path | None = None,
@@ -135,7 +201,9 @@ def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
     ``budgets``: context budgets (``"500,1000"``) or one :class:`~locomo_kit.settings.Retrieval` per run (a top-k
     cap); ``answerer`` and ``judge`` are the same for every system (``answerer.limit``: only the first N
     questions of each sample, runs of their own, as ``run --limit`` makes them); ``calls``: as
-    :func:`~locomo_kit.pipeline.stages.run_all` takes them (its ``log`` says what is run).
+    :func:`~locomo_kit.pipeline.stages.run_all` takes them (its ``log`` says what is run), and ``calls.jobs``:
+    how many systems run at once, each in a process of its own (:mod:`locomo_kit.pipeline.parallel`; None: the
+    cores, capped by memory), with the same runs and records as one after another.
     """
 
     entries = parse_systems(systems)
@@ -145,29 +213,18 @@ def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
     answerer = replace(answerer, model=resolve_auto(answerer.model, DEFAULT_ANSWER_MODEL))
     protocol = judge.protocol if judge.active else None
     log = calls.log if calls else print
-    outcomes: list[SystemOutcome] = []
-    for entry in entries:
-        outcome = SystemOutcome(entry)
-        outcomes.append(outcome)
-        log(f"== {entry.spec} ==")
-
-        def config_run(budget: int, entry: Entry = entry) -> RunFolder:
-            return resolve_run(run_config(sample, system=entry.system(), retrieval=wanted[budget], answerer=answerer))
-
-        def run_one(budget: int, entry: Entry = entry):
-            return run_all(sample, system=entry.system(), retrieval=wanted[budget], answerer=answerer, judge=judge,
-                           calls=calls)
-
-        try:
-            if entry.name not in ("memworker", "claude-mem"):
-                resolve(entry.name)  # its adapter and packages, before any work: a missing one says what to install
-            outcome.runs = run_budgets(list(wanted), run_one=run_one, config_run=config_run, judge_protocol=protocol,
-                                       log=log, sample=sample)
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:
-            outcome.error = f"{type(exc).__name__}: {exc}"
-            log(f"{entry.spec} FAILED: {outcome.error}")
+    jobs = calls.jobs if calls else 1
+    if jobs is None:
+        jobs = default_jobs([e.name for e in entries])
+    check_jobs(jobs)
+    settings = BoardSettings(sample, tuple(wanted.values()), answerer, judge, calls)
+    if jobs > 1 and len(entries) > 1:
+        outcomes = parallel_outcomes(entries, settings=settings, jobs=jobs, log=log)
+    else:
+        outcomes = []
+        for entry in entries:
+            log(f"== {entry.spec} ==")
+            outcomes.append(run_system(entry, settings=settings, log=log))
     rows = []
     for o in outcomes:
         for r in o.runs:

@@ -1,0 +1,80 @@
+"""Jobs in processes of their own (locomo_kit.pipeline.parallel): results, failures, lines, the default count."""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import replace
+
+import pytest
+
+from locomo_kit.cli import main
+from locomo_kit.llm.execute import CallSettings
+from locomo_kit.pipeline.parallel import (
+    ASSUMED_MIB,
+    PEAK_MIB,
+    Job,
+    Lines,
+    ParallelError,
+    PlanAnswer,
+    check_jobs,
+    default_jobs,
+    job_calls,
+    run_jobs,
+)
+
+from support import parallel_jobs
+
+
+def test_each_job_runs_in_its_own_process_and_a_failure_stays_its_own():
+    out = io.StringIO()
+    jobs = [Job("a", parallel_jobs.report_pid, {"word": "alpha"}), Job("fails", parallel_jobs.fail),
+            Job("dies", parallel_jobs.die, {"code": 3}), Job("b", parallel_jobs.report_pid, {"word": "beta"})]
+    results = run_jobs(jobs, workers=2, lines=Lines([j.name for j in jobs], out=out, live=False))
+    assert [r.name for r in results] == ["a", "fails", "dies", "b"]
+    a, fails, dies, b = results
+    assert a.value["word"] == "ALPHA" and b.value["word"] == "BETA" and a.error is None
+    assert len({a.value["pid"], b.value["pid"], os.getpid()}) == 3
+    assert fails.value is None and fails.error == "ValueError: this job fails on purpose"
+    assert dies.error.startswith("its process ended with exit code 3")
+    assert a.peak_rss_mib and a.peak_rss_mib > 10  # a Python process's peak, measured in the job
+    text = out.getvalue()
+    assert "a     | working on alpha" in text and "fails | about to fail" in text
+    assert "fails | FAILED: ValueError: this job fails on purpose" in text and "a     | done in" in text
+
+
+def test_the_live_console_keeps_one_line_per_job():
+    out = io.StringIO()
+    lines = Lines(["memworker", "bm25"], out=out, live=True)
+    lines.set("bm25", "ingest ok")
+    lines.set("memworker", "answer ok")
+    frames = out.getvalue().split("\x1b[2F")
+    assert len(frames) == 2  # the second draw went back over the first block
+    assert frames[-1].count("\n") == 2 and "memworker | answer ok" in frames[-1] and "bm25      | ingest ok" in frames[-1]
+
+
+def test_the_default_is_the_cores_capped_by_memory_and_by_the_systems():
+    assert default_jobs(["memworker", "bm25", "dense"], cpu=16, memory_mib=64_000) == 3
+    assert default_jobs(["memworker", "bm25", "dense"], cpu=2, memory_mib=64_000) == 2
+    need = max(PEAK_MIB.values())
+    assert default_jobs(["memworker", "bm25", "dense"], cpu=8, memory_mib=2.5 * need / 0.8) == 2
+    assert default_jobs(["mempalace", "mem0"], cpu=8, memory_mib=100) == 1  # never fewer than one
+    # a system not measured counts as ASSUMED_MIB
+    assert default_jobs(["mcp:somewhere", "mem0", "bm25"], cpu=8, memory_mib=2.5 * ASSUMED_MIB / 0.8) == 2
+
+
+def test_a_bad_jobs_count_is_refused(capsys):
+    with pytest.raises(ParallelError, match="1 or more"):
+        check_jobs(0)
+    with pytest.raises(SystemExit):
+        main(["leaderboard", "--systems", "bm25", "--jobs", "0"])
+    assert "--jobs: must be from 1 to 64" in capsys.readouterr().err
+
+
+def test_a_job_cannot_ask_to_spend():
+    asked = CallSettings(confirm=lambda plan: True)  # a terminal's question: not for a job's process
+    calls = job_calls(asked)
+    with pytest.raises(ParallelError, match="pass --yes"):
+        calls.confirm("about $1.20 for 300 calls")
+    assert job_calls(replace(asked, confirm=PlanAnswer(yes=True))).confirm("about $1.20") is True
+    assert job_calls(CallSettings()).confirm is None and job_calls(None) is None
