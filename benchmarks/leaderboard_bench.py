@@ -16,8 +16,8 @@ keeps what it measured); the runs stay in ``outputs/bench/leaderboard-runs/c<C>-
 
 ``--jobs N``: the parallel count compared with 1 (default: what ``--jobs`` defaults to on this machine);
 ``--limit Q``: only the first Q questions of each conversation (a quick look; not the figures the docs quote).
-The issue's target: the five offline systems on all 10 conversations within 10 minutes here, records equal
-to those of ``--jobs 1``.
+The goal it checks: the five offline systems on all 10 conversations within 10 minutes on a 2-core machine,
+with records equal to those of ``--jobs 1``.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ from support import parallel_jobs
 
 def test_each_job_runs_in_its_own_process_and_a_failure_stays_its_own():
     out = io.StringIO()
-    jobs = [Job("a", parallel_jobs.report_pid, {"word": "alpha"}), Job("fails", parallel_jobs.fail),
-            Job("dies", parallel_jobs.die, {"code": 3}), Job("b", parallel_jobs.report_pid, {"word": "beta"})]
+    jobs = [Job("a", call=parallel_jobs.report_pid, kwargs={"word": "alpha"}), Job("fails", parallel_jobs.fail),
+            Job("dies", call=parallel_jobs.die, kwargs={"code": 3}), Job("b", call=parallel_jobs.report_pid, kwargs={"word": "beta"})]
     results = run_jobs(jobs, workers=2, lines=Lines([j.name for j in jobs], out=out, live=False))
     assert [r.name for r in results] == ["a", "fails", "dies", "b"]
     a, fails, dies, b = results

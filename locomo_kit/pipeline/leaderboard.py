@@ -186,7 +186,7 @@ def parallel_outcomes(entries: Sequence[Entry], *, settings: BoardSettings, jobs
         calls = replace(calls, log=print)  # the caller's own function may not pickle; each job gets its own
     settings = replace(settings, calls=calls)
     lines = Lines([e.spec for e in entries], log=None if log is print else log)
-    results = run_jobs([Job(e.spec, system_job, {"entry": e, "settings": settings}) for e in entries], workers=jobs,
+    results = run_jobs([Job(e.spec, call=system_job, kwargs={"entry": e, "settings": settings}) for e in entries], workers=jobs,
                        lines=lines)
     return [res.value if isinstance(res.value, SystemOutcome) else SystemOutcome(entry, error=res.error)
             for entry, res in zip(entries, results)]
@@ -217,7 +217,8 @@ def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
     if jobs is None:
         jobs = default_jobs([e.name for e in entries])
     check_jobs(jobs)
-    settings = BoardSettings(sample, tuple(wanted.values()), answerer, judge, calls)
+    settings = BoardSettings(sample=sample, retrievals=tuple(wanted.values()), answerer=answerer, judge=judge,
+                             calls=calls)
     if jobs > 1 and len(entries) > 1:
         outcomes = parallel_outcomes(entries, settings=settings, jobs=jobs, log=log)
     else:
