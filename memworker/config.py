@@ -44,7 +44,7 @@ class Settings:
     span_gap: int = 1  # with a context budget: hits this many turns apart merge into one span
     span_max_turns: int = 5  # with a context budget: the most turns one span holds
     reply_turns: int = 1  # with a context budget: turns after a hit that join its span (the reply), for the best hits' spans
-    reply_spans: int = 2  # with a context budget: how many spans (best first) take in their reply (0: none)
+    reply_spans: int = 0  # with a context budget: how many spans (best first) take in their reply (0: none; 2 measured)
     query_embedder: str = "static"  # static: per-piece vectors distilled from MiniLM (~1 ms) | full: the ingestion model
     static_cache: str = ""  # file of the distilled vectors; empty: beside the database
     dedup_threshold: float = 0.85  # a memory merges into one of the same speaker's with at least this embedding cosine (above 1: never)

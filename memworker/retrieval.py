@@ -111,7 +111,7 @@ class RetrievalParams:
     # their results taken in turn)
     second_speaker_boost: float = 0.2
     reply_turns: int = 1  # with a budget: the turns after a hit that join its span (the reply) ...
-    reply_spans: int = 2  # ... for the first this many spans (the best hits); 0: none
+    reply_spans: int = 0  # ... for the first this many spans (the best hits); 0: none (the default: see docs)
 
 
 @dataclass
