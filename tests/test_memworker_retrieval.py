@@ -155,7 +155,7 @@ def test_pack_respects_gap_and_span_length():
 
 
 def test_the_best_hits_spans_take_in_the_reply_that_fits():
-    idx = index_of([(f"D1:{n}", "AB"[n % 2], f"word{n} filler text") for n in range(1, 10)])  # reply 1, 2 spans
+    idx = index_of([(f"D1:{n}", "AB"[n % 2], f"word{n} filler text") for n in range(1, 10)], reply_spans=2)
     spans = idx.pack([0, 3, 6], np.zeros(9), budget=10_000, limit=100)
     # the two best hits take in the turn after them; the third hit stays alone
     assert [[idx.docs[m].turns[0] for m in s.docs] for s in spans] == [["D1:1", "D1:2"], ["D1:4", "D1:5"], ["D1:7"]]
