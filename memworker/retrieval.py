@@ -413,6 +413,7 @@ class ProjectIndex:
         return sorted((s for s in self.speakers if s.lower() in first), key=lambda s: (first[s.lower()], s))
 
     def _with_feedback(self, sim: np.ndarray) -> np.ndarray:
+        """``sim`` plus the dense relevance feedback it leads to (``relevance`` ranking only)."""
         p = self.params
         if p.ranking == "relevance" and self.memory_vectors is not None and p.feedback_weight and float(sim.max()) > 0:
             return sim + p.feedback_weight * self.feedback(sim)
@@ -467,7 +468,8 @@ class ProjectIndex:
             if target is not None:
                 first, last = self.docs[target.docs[0]].position, self.docs[target.docs[-1]].position
                 lo, hi = min(first, d.position), max(last, d.position)
-                for members in self._extents(d.session, lo, hi, d.position, member - set(target.docs), reply):
+                taken = member - set(target.docs) if reply else member
+                for members in self._extents(d.session, lo, hi, d.position, taken, reply):
                     cost = approx_tokens_of(self._span_chars(members)) - target.tokens
                     if used + cost <= budget:
                         member.update(members)
