@@ -6,15 +6,17 @@ Memories come from memworker's own ingestion (rule extractor, MiniLM embeddings)
 LoCoMo session, stored once in a database under outputs/bench/ (reused on later runs, and built
 again when another memworker version formed it). For each
 configuration it prints evidence recall (categories 1-4) of the top 10 single memories and within
-500 and 1,000 tokens of spans, on both splits, and writes outputs/bench/memworker_tune.json.
+500 and 1,000 tokens of spans, on both splits (and within 1,000 tokens over all ten conversations),
+and writes outputs/bench/memworker_tune.json.
 
-    .venv/bin/python benchmarks/memworker_tune.py [--db PATH] [--dense]
+    .venv/bin/python benchmarks/memworker_tune.py [--db PATH] [--dense] [--misses] [--only WORDS]
 
 Query expansion uses static MiniLM vectors (distilled on first use, cached beside the database).
 ``--dense`` adds the configurations with a dense query vector (static per-piece MiniLM, and the
 full MiniLM for reference; slower). ``--misses`` adds, for the default, where recall is lost:
 recall as the budget grows (1,000 to 3,000 tokens), the shortfall within 1,000 tokens by a
-question's number of evidence turns, and the rank of each missed evidence turn's memory.
+question's number of evidence turns and by the number of speakers it names, the rank of each missed
+evidence turn's memory and its distance from the nearest retrieved turn.
 """
 
 from __future__ import annotations
@@ -72,7 +74,20 @@ def configurations(defaults: RetrievalParams, dense: bool) -> dict[str, Retrieva
         "dense relevance feedback from 3 memories": replace(d, feedback_docs=3),
         "dense relevance feedback from 10 memories": replace(d, feedback_docs=10),
         "dense relevance feedback weight 0.15": replace(d, feedback_weight=0.15),
-        "without spans (single turns)": replace(d, span_gap=0),
+        "previous default (two speakers: neither boosted; no reply)": replace(d, two_speakers="one", reply_spans=0),
+        "previous + first-named speaker 0.35, second 0.2": replace(d, two_speakers="first", second_speaker_boost=0.2,
+                                                                   reply_spans=0),
+        "previous + one search per named speaker, interleaved": replace(d, two_speakers="interleave", reply_spans=0),
+        "previous + the reply after the best 2 hits": replace(d, two_speakers="one", reply_turns=1, reply_spans=2),
+        "second-named speaker boost 0": replace(d, second_speaker_boost=0.0),
+        "second-named speaker boost 0.1": replace(d, second_speaker_boost=0.1),
+        "second-named speaker boost 0.3": replace(d, second_speaker_boost=0.3),
+        "the reply after the best hit": replace(d, reply_turns=1, reply_spans=1),
+        "the reply after the best 2 hits (both levers)": replace(d, reply_turns=1, reply_spans=2),
+        "the reply after the best 4 hits": replace(d, reply_turns=1, reply_spans=4),
+        "the reply after every hit": replace(d, reply_turns=1, reply_spans=1000),
+        "two turns after the best 2 hits": replace(d, reply_turns=2, reply_spans=2),
+        "without spans (single turns)": replace(d, span_gap=0, reply_spans=0),
         "spans with gap 2 (hits two turns apart merge)": replace(d, span_gap=2),
         "speaker boost 0.2": replace(d, speaker_boost=0.2),
         "query expansion weight 0.4": replace(d, expand_weight=0.4),
@@ -137,9 +152,12 @@ RANK_BINS = ((0, 20, "ranks 1-20"), (20, 40, "ranks 21-40"), (40, 100, "ranks 41
 
 
 def where_recall_is_lost(indexes: dict[int, ProjectIndex], questions: dict[int, list]) -> dict:
-    """For the default ranking: recall by budget, shortfall by evidence count, ranks of missed turns."""
+    """For the default ranking: recall by budget, shortfall by evidence count, recall by the number of
+    speakers a question names, ranks of missed turns and how far each lies from a retrieved turn."""
     curve: dict[str, dict[int, list[float]]] = {s: {b: [] for b in BUDGET_CURVE} for s in SPLITS}
     by_count: dict[str, list[float]] = {}
+    by_named: dict[str, list[float]] = {}
+    distance = {"next to a retrieved turn": 0, "2-3 turns from one": 0, "further": 0}
     ranks = {name: 0 for *_, name in RANK_BINS} | {"no memory": 0}
     for pos, index in indexes.items():
         first = {}
@@ -159,10 +177,12 @@ def where_recall_is_lost(indexes: dict[int, ProjectIndex], questions: dict[int, 
                         curve[split][budget].append(recall)
                 if budget == 1000:
                     by_count.setdefault(str(min(len(evidence), 4)), []).append(recall)
+                    by_named.setdefault(str(min(len(index.named_speakers(q.question)), 2)), []).append(recall)
                     for e in evidence - seen:
                         r = rank.get(first.get(e, -1))
                         name = "no memory" if r is None else next(n for lo, hi, n in RANK_BINS if lo <= r < hi)
                         ranks[name] += 1
+                        distance[turn_distance(e, seen)] += 1
     total_loss = sum(1 - r for v in by_count.values() for r in v) or 1.0
     n_all = sum(len(v) for v in by_count.values())
     return {
@@ -174,7 +194,20 @@ def where_recall_is_lost(indexes: dict[int, ProjectIndex], questions: dict[int, 
                                         "points_lost": round(100 * sum(1 - r for r in v) / n_all, 2)}
             for k, v in sorted(by_count.items())},
         "missed_evidence_turns_by_rank": ranks,
+        "recall_within1000_by_speakers_named": {k: {"questions": len(v), "recall": round(statistics.mean(v), 4)}
+                                                for k, v in sorted(by_named.items())},
+        "missed_evidence_turns_by_distance": distance,
     }
+
+
+def turn_distance(turn: str, seen: set[str]) -> str:
+    """How far a missed evidence turn (``D3:7``) lies from the nearest retrieved turn of its session."""
+    session, _, n = turn.partition(":")
+    if not n.isdigit():
+        return "further"
+    near = {abs(int(t.partition(":")[2]) - int(n)) for t in seen
+            if t.partition(":")[0] == session and t.partition(":")[2].isdigit()}
+    return "next to a retrieved turn" if 1 in near else "2-3 turns from one" if near & {2, 3} else "further"
 
 
 def print_misses(m: dict) -> None:
@@ -186,6 +219,11 @@ def print_misses(m: dict) -> None:
               f"{v['points_lost']:.1f} points lost ({100 * v['share_of_shortfall']:.0f}% of the shortfall)")
     print("  missed evidence turns, by the rank of their memory: "
           + ", ".join(f"{n} {c}" for n, c in m["missed_evidence_turns_by_rank"].items()))
+    print("  missed evidence turns, by their distance from a retrieved turn: "
+          + ", ".join(f"{n} {c}" for n, c in m["missed_evidence_turns_by_distance"].items()))
+    print("  recall within 1,000 by speakers a question names: " + ", ".join(
+        f"{k if k != '2' else '2+'} {v['recall']:.3f} ({v['questions']} questions)"
+        for k, v in m["recall_within1000_by_speakers_named"].items()))
 
 
 def main() -> None:
@@ -193,6 +231,8 @@ def main() -> None:
     ap.add_argument("--db", default=str(outputs_dir() / "bench" / "memworker_tune.db"))
     ap.add_argument("--dense", action="store_true")
     ap.add_argument("--misses", action="store_true", help="also: where the default ranking loses recall")
+    ap.add_argument("--only", default="", help="only the configurations whose name contains one of these "
+                    "comma-separated words (the default always), e.g. 'previous,speaker,reply'")
     ap.add_argument("--out", default=str(outputs_dir() / "bench" / "memworker_tune.json"))
     args = ap.parse_args()
     dataset = load_dataset(default_dataset_path())
@@ -217,9 +257,13 @@ def main() -> None:
     full = MiniLMOnnx()
     static = StaticMiniLM(full, cache_path_for(str(db)))  # query expansion (and the dense term with --dense)
     results = {}
-    print(f"{'configuration':<56}" + "".join(f"{split:>30}" for split in SPLITS))
-    print(" " * 56 + "      @10  within500 within1000" * len(SPLITS))
-    for name, params in configurations(defaults, args.dense).items():
+    print(f"{'configuration':<62}" + "".join(f"{split:>30}" for split in SPLITS) + f"{'all 0-9':>12}")
+    print(" " * 62 + "      @10  within500 within1000" * len(SPLITS) + f"{'within1000':>12}")
+    everything: dict[str, list[float]] = {}
+    wanted = [w.strip() for w in args.only.split(",") if w.strip()]
+    chosen = {name: params for name, params in configurations(defaults, args.dense).items()
+              if not wanted or name == "default" or any(w in name for w in wanted)}
+    for name, params in chosen.items():
         row = {}
         for split, positions in SPLITS.items():
             figures: dict[str, list[float]] = {}
@@ -240,9 +284,14 @@ def main() -> None:
                 for k, v in measured.items():
                     figures.setdefault(k, []).extend(v)
             row[split] = {k: round(statistics.mean(v), 4) for k, v in figures.items()}
+            for k, v in figures.items():
+                everything.setdefault(k, []).extend(v)
+        row["all 0-9"] = {k: round(statistics.mean(v), 4) for k, v in everything.items()}
+        everything.clear()
         results[name] = {"params": asdict(params), **row}
-        print(f"{name:<56}" + "".join(f"{r['@10']:>9.3f}{r['within500']:>11.3f}{r['within1000']:>10.3f}"
-                                      for r in row.values()), flush=True)
+        print(f"{name:<62}" + "".join(f"{r['@10']:>9.3f}{r['within500']:>11.3f}{r['within1000']:>10.3f}"
+                                      for r in row.values() if r is not row["all 0-9"])
+              + f"{row['all 0-9']['within1000']:>12.3f}", flush=True)
     misses = None
     if args.misses:
         indexes, questions = {}, {}

@@ -27,7 +27,9 @@ class Settings:
     floor: float = 0.45  # seed ranking: minimum relevance relative to the best match (0-1)
     bm25_weight: float = 1.0  # share of BM25 in the fused similarity; the rest is cosine (dense query vector)
     context_weight: float = 0.7  # BM25 weight of a memory's neighbouring turns (its own text weighs 1)
-    speaker_boost: float = 0.35  # added to the similarity of memories by the speaker a query names
+    speaker_boost: float = 0.35  # added to the similarity of memories by the speaker a query names (the first, of two)
+    two_speakers: str = "first"  # a query naming two speakers: first (speaker_boost for the first named, second_speaker_boost for the other) | one (neither) | interleave (one search per speaker, taken in turn)
+    second_speaker_boost: float = 0.2  # added for memories by the speaker a query names second (two_speakers first)
     ranking: str = "relevance"  # relevance (the default) | seed: w_similarity·sim + w_importance·importance·decay + w_recency·recency
     bm25_k1: float = 1.0  # BM25 term-frequency saturation
     bm25_b: float = 0.75  # BM25 length normalisation
@@ -41,6 +43,8 @@ class Settings:
     session_weight: float = 0.6  # BM25 weight of the whole session, added to each of its memories
     span_gap: int = 1  # with a context budget: hits this many turns apart merge into one span
     span_max_turns: int = 5  # with a context budget: the most turns one span holds
+    reply_turns: int = 1  # with a context budget: turns after a hit that join its span (the reply), for the best hits' spans
+    reply_spans: int = 0  # with a context budget: how many spans (best first) take in their reply (0: none; 2 measured)
     query_embedder: str = "static"  # static: per-piece vectors distilled from MiniLM (~1 ms) | full: the ingestion model
     static_cache: str = ""  # file of the distilled vectors; empty: beside the database
     dedup_threshold: float = 0.85  # a memory merges into one of the same speaker's with at least this embedding cosine (above 1: never)

@@ -3,7 +3,7 @@
 1. Candidates: the project's best BM25 matches (SQLite FTS5, the memory's own text weighted 1,
    its neighbouring turns 0.4) and best cosine matches of the dense embedding.
 2. Similarity (0-1): ``bm25_weight · bm25/bm25_max + (1 - bm25_weight) · max(cos, 0)``, plus
-   ``speaker_boost`` for memories by the one conversation speaker the query names.
+   the speaker boosts of :mod:`memworker.retrieval` (the speaker the query names; of two, both).
 3. Floor: a candidate whose similarity is below ``floor × best similarity`` is dropped.
 4. Score: ``w1·similarity + w2·importance·decay(age) + w3·recency`` with
    ``decay(age) = 0.5 ** (age_days / half_life)`` (age of the event the memory is about, against

@@ -8,7 +8,9 @@ LoCoMo conversations, see docs/benchmarks.md "memworker retrieval"):
   neighbouring turns (``context_weight``), stemmed, stopwords removed;
 - cosine similarity of a dense query vector with each memory's vector (``bm25_weight`` is BM25's
   share of the fused similarity, BM25 normalised by the best match);
-- ``speaker_boost`` for memories by the one conversation speaker a query names;
+- ``speaker_boost`` for memories by the conversation speaker a query names; when it names two
+  (``two_speakers``), ``speaker_boost`` for the one it names first ("What did Jon say about Gina's
+  store?") and ``second_speaker_boost`` for the other;
 - ``date_weight`` for memories whose session date or resolved event date the query names
   ("in May 2023", "on 7 May 2023", "2022");
 - dense relevance feedback (``feedback_docs``, ``feedback_weight``): the memories' own ingestion
@@ -23,10 +25,11 @@ LoCoMo conversations, see docs/benchmarks.md "memworker retrieval"):
 
 Spans: taking hits best first, a hit within ``span_gap`` turns of a span already chosen in the
 same session joins it (with the memories between; with the default gap 1 only adjacent hits
-merge, so a span holds hits only), while the span stays within
-``span_max_turns`` turns; each span costs its text's tokens (characters / 4, rounded up).
-Packing stops adding once the budget is spent; a span that does not fit is skipped and smaller
-ones after it may still fit.
+merge), while the span stays within ``span_max_turns`` turns; the first ``reply_spans`` spans (the
+best hits) also take in the ``reply_turns`` turns after their hit (the reply), when that still fits
+the budget; each span costs its text's tokens (characters / 4, rounded up). Packing stops adding
+once the budget is spent; a span that does not fit is skipped and smaller ones after it may still
+fit.
 """
 
 from __future__ import annotations
@@ -103,6 +106,12 @@ class RetrievalParams:
     dense_center: bool = False  # static vectors: subtract the project's mean vector
     drop_names: bool = True  # speaker names are matched by speaker_boost, not as words
     strip_prefix: bool = False  # True: index a memory's own words without "Speaker on <date>:"
+    two_speakers: str = "first"  # a query naming two speakers: first (speaker_boost for the one named first,
+    # second_speaker_boost for the other) | one (neither boosted) | interleave (one search per named speaker,
+    # their results taken in turn)
+    second_speaker_boost: float = 0.2
+    reply_turns: int = 1  # with a budget: the turns after a hit that join its span (the reply) ...
+    reply_spans: int = 0  # ... for the first this many spans (the best hits); 0: none (the default: see docs)
 
 
 @dataclass
@@ -384,18 +393,43 @@ class ProjectIndex:
         if qvec is not None and self.vectors is not None and self.vectors.size and self.vectors.shape[1] == qvec.shape[0]:
             cos = np.clip(self.vectors @ qvec, 0.0, None)
         sim = p.bm25_weight * (bm / best if best > 0 else bm) + (1 - p.bm25_weight) * cos
-        if p.speaker_boost:
-            words = set(_WORD.findall(query.lower()))
-            named = [s for s in self.speakers if s.lower() in words]
-            if len(named) == 1:
-                sim = sim + p.speaker_boost * self.by_speaker[named[0]]
         if p.date_weight:
             wanted = query_months(query)
             if wanted:
                 sim = sim + p.date_weight * np.array([bool(wanted & d.months) for d in self.docs])
+        named = self.named_speakers(query) if p.speaker_boost else []
+        if len(named) == 1:
+            sim = sim + p.speaker_boost * self.by_speaker[named[0]]
+        elif named and p.two_speakers == "first":
+            sim = sim + p.speaker_boost * self.by_speaker[named[0]] + p.second_speaker_boost * self.by_speaker[named[1]]
+        elif named and p.two_speakers == "interleave":
+            return self.interleave([self._with_feedback(sim + p.speaker_boost * self.by_speaker[s]) for s in named]), bm, cos
+        return self._with_feedback(sim), bm, cos
+
+    def named_speakers(self, query: str) -> list[str]:
+        """The project's speakers a query names, in the order it first names them."""
+        words = _WORD.findall(query.lower())
+        first = {w: i for i, w in reversed(list(enumerate(words)))}
+        return sorted((s for s in self.speakers if s.lower() in first), key=lambda s: (first[s.lower()], s))
+
+    def _with_feedback(self, sim: np.ndarray) -> np.ndarray:
+        """``sim`` plus the dense relevance feedback it leads to (``relevance`` ranking only)."""
+        p = self.params
         if p.ranking == "relevance" and self.memory_vectors is not None and p.feedback_weight and float(sim.max()) > 0:
-            sim = sim + p.feedback_weight * self.feedback(sim)
-        return sim, bm, cos
+            return sim + p.feedback_weight * self.feedback(sim)
+        return sim
+
+    @staticmethod
+    def interleave(sims: list[np.ndarray]) -> np.ndarray:
+        """One ranking from one search per named speaker, taking each search's next best in turn:
+        scores that fall from the best search's top score by 1e-6 a place."""
+        n = len(sims[0])
+        place = np.full(n, np.inf)
+        for j, sim in enumerate(sims):
+            r = np.empty(n)
+            r[np.argsort(-sim, kind="stable")] = np.arange(n) * len(sims) + j
+            place = np.minimum(place, r)
+        return max(float(s.max()) for s in sims) - place * 1e-6
 
     def feedback(self, sim: np.ndarray) -> np.ndarray:
         """Z-scores of each memory's cosine with the centroid of the best ``feedback_docs`` memories."""
@@ -430,29 +464,52 @@ class ProjectIndex:
                             and max(last, d.position) - min(first, d.position) + 1 <= p.span_max_turns):
                         target = s
                         break
+            reply = p.reply_turns if len(spans) < p.reply_spans else 0
             if target is not None:
                 first, last = self.docs[target.docs[0]].position, self.docs[target.docs[-1]].position
-                session = self.by_session[d.session]
-                members = [session[n] for n in range(min(first, d.position), max(last, d.position) + 1)
-                           if n in session]
-                cost = approx_tokens_of(self._span_chars(members)) - target.tokens
-                if used + cost > budget:
-                    continue
-                member.update(members)
-                target.docs, target.tokens = members, target.tokens + cost
-                used += cost
+                lo, hi = min(first, d.position), max(last, d.position)
+                taken = member - set(target.docs) if reply else member
+                for members in self._extents(d.session, lo, hi, d.position, taken, reply):
+                    cost = approx_tokens_of(self._span_chars(members)) - target.tokens
+                    if used + cost <= budget:
+                        member.update(members)
+                        target.docs, target.tokens = members, target.tokens + cost
+                        used += cost
+                        break
                 continue
-            if len(spans) >= limit or used + d.tokens > budget:
+            if len(spans) >= limit:
                 continue
-            span = Span(docs=[k], best=k, score=float(scores[k]), tokens=d.tokens)
-            spans.append(span)
-            if d.session is not None:
-                by_session.setdefault(d.session, []).append(span)
-            member.add(k)
-            used += d.tokens
+            if d.session is None:
+                options = [[k]]
+            else:
+                options = self._extents(d.session, d.position, d.position, d.position, member, reply)
+            for members in options:
+                tokens = d.tokens if len(members) == 1 else approx_tokens_of(self._span_chars(members))
+                if used + tokens <= budget:
+                    span = Span(docs=members, best=k, score=float(scores[k]), tokens=tokens)
+                    spans.append(span)
+                    if d.session is not None:
+                        by_session.setdefault(d.session, []).append(span)
+                    member.update(members)
+                    used += tokens
+                    break
         for span in spans:
             span.text = self.render(span.docs)
         return spans
+
+    def _extents(self, session_no: int, lo: int, hi: int, hit: int, taken: set[int], reply: int) -> list[list[int]]:
+        """A span's members (in turn order) for the turns ``lo``-``hi`` of a session: first with up to
+        ``reply`` turns after the hit (not a turn ``taken`` by another span, nor beyond ``span_max_turns``),
+        then without them."""
+        session = self.by_session[session_no]
+        plain = [session[n] for n in range(lo, hi + 1) if n in session]
+        wide = hi
+        for n in range(hit + 1, hit + reply + 1):
+            if n > wide:
+                if n not in session or session[n] in taken or n - lo + 1 > self.params.span_max_turns:
+                    break
+                wide = n
+        return [plain] if wide == hi else [plain + [session[n] for n in range(hi + 1, wide + 1)], plain]
 
     def select(self, order: list[int], scores: np.ndarray, limit: int, offset: int = 0,
                context_budget: int | None = None) -> list[Span]:

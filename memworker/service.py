@@ -76,6 +76,8 @@ class MemoryService:
                                settings.half_life_days, settings.bm25_weight, settings.floor)
         if settings.ranking not in ("relevance", "seed"):
             raise ValueError(f"Unknown ranking {settings.ranking!r}: choose 'relevance' or 'seed'")
+        if settings.two_speakers not in ("first", "one", "interleave"):
+            raise ValueError(f"Unknown two_speakers {settings.two_speakers!r}: choose 'first', 'one' or 'interleave'")
         if settings.query_embedder not in ("static", "full"):
             raise ValueError(f"Unknown query embedder {settings.query_embedder!r}: choose 'static' or 'full'")
         self.params = RetrievalParams(
@@ -85,7 +87,9 @@ class MemoryService:
             expand_terms=settings.expand_terms, expand_min_sim=settings.expand_min_sim,
             expand_weight=settings.expand_weight, feedback_docs=settings.feedback_docs,
             feedback_weight=settings.feedback_weight,
-            span_gap=settings.span_gap, span_max_turns=settings.span_max_turns)
+            span_gap=settings.span_gap, span_max_turns=settings.span_max_turns,
+            two_speakers=settings.two_speakers, second_speaker_boost=settings.second_speaker_boost,
+            reply_turns=settings.reply_turns, reply_spans=settings.reply_spans)
         self.static = None  # StaticMiniLM for queries, once the embedder is loaded
         self.indexes = IndexCache()
         self.ready = threading.Event()

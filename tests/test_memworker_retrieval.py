@@ -119,6 +119,12 @@ def test_unknown_ranking_is_refused(tmp_path):
             pass
 
 
+def test_unknown_two_speakers_mode_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="Unknown two_speakers 'both': choose 'first', 'one' or 'interleave'"):
+        with memworker_app(tmp_path, two_speakers="both"):
+            pass
+
+
 def index_of(turns: list[tuple[str, str, str]], stored: np.ndarray | None = None, **params) -> ProjectIndex:
     rows = []
     for i, (turn, speaker, text) in enumerate(turns, 1):
@@ -130,13 +136,13 @@ def index_of(turns: list[tuple[str, str, str]], stored: np.ndarray | None = None
 
 def test_default_gap_merges_only_adjacent_hits():
     # hits D1:1, D1:2 (adjacent: one span) and D1:4: D1:3 between them is no hit and is not added
-    idx = index_of([(f"D1:{n}", "A", f"word{n} filler text") for n in range(1, 6)])
+    idx = index_of([(f"D1:{n}", "A", f"word{n} filler text") for n in range(1, 6)], reply_spans=0)
     spans = idx.pack([0, 1, 3], np.zeros(5), budget=10_000, limit=100)
     assert [[idx.docs[m].turns[0] for m in s.docs] for s in spans] == [["D1:1", "D1:2"], ["D1:4"]]
 
 
 def test_pack_respects_gap_and_span_length():
-    idx = index_of([(f"D1:{n}", "A", f"word{n} filler text") for n in range(1, 10)], span_gap=2)
+    idx = index_of([(f"D1:{n}", "A", f"word{n} filler text") for n in range(1, 10)], span_gap=2, reply_spans=0)
     scores = np.zeros(9)
     spans = idx.pack([0, 2, 4, 6, 8], scores, budget=10_000, limit=100)
     # gap 2, at most 5 turns: D1:1..D1:5 is one span; D1:7 starts a new one; D1:9 joins it
@@ -144,8 +150,47 @@ def test_pack_respects_gap_and_span_length():
         ["D1:1", "D1:2", "D1:3", "D1:4", "D1:5"], ["D1:7", "D1:8", "D1:9"]]
     apart = idx.pack([0, 3], scores, budget=10_000, limit=100)
     assert len(apart) == 2  # three turns apart: separate spans
-    no_merge = index_of([(f"D1:{n}", "A", "x y") for n in range(1, 4)], span_gap=0).pack([0, 1], np.zeros(3), 10_000, 100)
+    no_merge = index_of([(f"D1:{n}", "A", "x y") for n in range(1, 4)], span_gap=0, reply_spans=0).pack([0, 1], np.zeros(3), 10_000, 100)
     assert len(no_merge) == 2
+
+
+def test_the_best_hits_spans_take_in_the_reply_that_fits():
+    idx = index_of([(f"D1:{n}", "AB"[n % 2], f"word{n} filler text") for n in range(1, 10)], reply_spans=2)
+    spans = idx.pack([0, 3, 6], np.zeros(9), budget=10_000, limit=100)
+    # the two best hits take in the turn after them; the third hit stays alone
+    assert [[idx.docs[m].turns[0] for m in s.docs] for s in spans] == [["D1:1", "D1:2"], ["D1:4", "D1:5"], ["D1:7"]]
+    assert [s.best for s in spans] == [0, 3, 6] and spans[0].text.startswith("On 8 May 2023:\nB: word1")
+    assert sum(s.tokens for s in spans) == sum(approx_tokens(s.text) for s in spans)
+    # a reply that would not fit the budget is left out: the hit alone is packed
+    alone = idx.pack([0], np.zeros(9), budget=idx.docs[0].tokens, limit=100)
+    assert [s.docs for s in alone] == [[0]]
+    # a reply already in another span is not taken twice; a hit next to a span joins it with its reply
+    taken = index_of([(f"D1:{n}", "A", f"word{n} filler text") for n in range(1, 6)], reply_spans=3)
+    spans = taken.pack([2, 0, 1], np.zeros(5), budget=10_000, limit=100)
+    assert [[taken.docs[m].turns[0] for m in s.docs] for s in spans] == [["D1:3", "D1:4"], ["D1:1", "D1:2"]]
+    assert index_of([("D1:1", "A", "x y"), ("D1:2", "B", "z")], reply_spans=0).pack([0], np.zeros(2), 10_000, 9)[0].docs == [0]
+
+
+def test_a_query_naming_two_speakers_boosts_the_one_named_first():
+    turns = [("D1:1", "Jon", "the dance studio opened"), ("D1:2", "Gina", "the dance studio opened")]
+    idx = index_of(turns, date_weight=0)
+    sim, _, _ = idx.similarity("What did Gina say about Jon's dance studio?")
+    assert sim[1] - sim[0] == pytest.approx(0.35 - 0.2)  # speaker_boost for Gina, second_speaker_boost for Jon
+    assert idx.named_speakers("What did Jon tell Gina about Jon's studio?") == ["Jon", "Gina"]
+    neither = index_of(turns, date_weight=0, two_speakers="one").similarity("What did Gina say about Jon's dance studio?")[0]
+    assert neither[0] == neither[1]
+    alone, _, _ = idx.similarity("What did Gina say about the dance studio?")
+    assert alone[1] - alone[0] == pytest.approx(0.35)
+
+
+def test_interleaved_searches_take_each_speakers_best_in_turn():
+    turns = [("D1:1", "Jon", "dance dance dance studio"), ("D1:2", "Jon", "dance studio"),
+             ("D1:3", "Gina", "studio"), ("D1:4", "Gina", "the weather")]
+    idx = index_of(turns, date_weight=0, two_speakers="interleave", feedback_docs=0)
+    sim, _, _ = idx.similarity("Did Jon and Gina talk about the dance studio?")
+    order = [int(k) for k in np.argsort(-sim, kind="stable")]
+    assert order == [0, 2, 1, 3]  # Jon's best, Gina's best, Jon's next, Gina's next
+    assert list(sim[order]) == sorted(sim, reverse=True)
 
 
 def test_other_sessions_never_merge():
