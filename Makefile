@@ -15,12 +15,11 @@ endif
 
 .PHONY: setup data run test bench clean
 
-$(STAMP): requirements.txt requirements-nodeps.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml
 	@$(PY) -c '$(SUPPORTED)' || { echo "$(PY) is $$($(PY) --version 2>&1): locomo-kit needs Python 3.11 or newer (make PY=python3.11 ...)"; exit 1; }
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-compile --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-compile --no-deps -e .
 	@# pip compiles on one core (40 of its 63 s); on all cores, a file that does not compile is skipped, as pip does
 	$(BIN)/python -m compileall -q -j0 $(VENV)/lib >/dev/null || true

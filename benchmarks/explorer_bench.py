@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     from playwright.sync_api import sync_playwright
 
     from locomo_kit.cli import main as cli
-    from locomo_kit.pipeline.leaderboard import questions_across
+    from locomo_kit.reports.leaderboard_page import questions_across
     from locomo_kit.reports.runs_explorer import write_runs_page
 
     load_before = _load()

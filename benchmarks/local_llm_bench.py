@@ -31,14 +31,16 @@ from support.local_llm import MODEL, require_server, running_server  # noqa: E40
 
 
 def part_answer(url: str, n: int, out: dict) -> None:
+    from locomo_kit.llm.execute import CallSettings
     from locomo_kit.pipeline.stages import run_all
+    from locomo_kit.settings import Answerer
 
     os.environ.setdefault("LOCOMO_EMBEDDER", "minilm")
     rows = {}
     for model, base in (("extractive", None), (MODEL, url)):
         start = time.monotonic()
-        result = run_all("conv-26", answer_model=model, llm_base_url=base, limit=n, log=lambda _: None,
-                         progress=False)
+        result = run_all("conv-26", answerer=Answerer(model, base_url=base, limit=n),
+                         calls=CallSettings(concurrency=4, log=lambda _: None, progress=False))
         f1 = next(r for r in result.summary["locomo_f1"] if r["category"] == "overall")
         rows[model] = {"run_id": result.run.run_id, "questions": result.summary["questions"],
                        "official_f1": round(f1["mean"], 1), "ci": [round(f1["ci_low"], 1), round(f1["ci_high"], 1)],
@@ -47,12 +49,15 @@ def part_answer(url: str, n: int, out: dict) -> None:
 
 
 def part_judge(url: str, n: int, calibration: int, out: dict) -> None:
+    from locomo_kit.llm.execute import CallSettings
     from locomo_kit.pipeline.stages import run_all, run_judge
     from locomo_kit.reports.summary import summarize_run
+    from locomo_kit.settings import Answerer, Judge
 
-    run = run_all("conv-26", answer_model="extractive", limit=n, log=lambda _: None, progress=False).run
+    quiet = CallSettings(concurrency=4, log=lambda _: None, progress=False)
+    run = run_all("conv-26", answerer=Answerer(limit=n), calls=quiet).run
     start = time.monotonic()
-    run_judge(run, "mem0", MODEL, 1, url, calibration_size=calibration, progress=False)
+    run_judge(run, judge=Judge(MODEL, protocol="mem0", runs=1, base_url=url, calibration_size=calibration), calls=quiet)
     s = summarize_run(run)
     out["judge"] = {"run_id": run.run_id, "seconds": round(time.monotonic() - start, 1),
                     "j_mem0": next((r for r in s["judge"]["mem0"] if r["category"] == "overall"), None),

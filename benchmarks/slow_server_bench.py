@@ -1,4 +1,4 @@
-"""The issue's case: a one-slot OpenAI-compatible server whose calls take 15 s each (the stand-in
+"""A slow local server: a one-slot OpenAI-compatible server whose calls take 15 s each (the stand-in
 tests/support/llm_standins.py SlowServer, which behaves as llama-cpp-python's server), and
 
     locomo-kit run --sample conv-26 --answer-model openai/standin --answer-base-url URL --limit 10

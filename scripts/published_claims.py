@@ -3,7 +3,7 @@
     .venv/bin/python scripts/published_claims.py [--out docs/published-claims.md]
 
 Imports every catalogue entry that has a preset (``locomo-kit import NAME``: each file fetched pinned
-by sha256, or copied from $LOCOMO_PUBLISHED_SOURCE / ../shared/data/published), scores it under both
+by sha256, or copied from $LOCOMO_PUBLISHED_SOURCE), scores it under both
 gold keys, and writes the table from the imported runs' records. Runs go to
 $LOCOMO_OUTPUTS_DIR (default outputs/)/runs; the figures also to outputs/published-claims/claims.json.
 """

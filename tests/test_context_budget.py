@@ -32,11 +32,16 @@ def ns(**kw) -> argparse.Namespace:
 def test_the_library_reads_top_k_and_budget_as_the_cli_does():
     import locomo_kit as lk
 
-    assert lk.retrieval() == (100, 1000) and lk.retrieval(8) == (8, None) and lk.retrieval(5, 500) == (5, 500)
+    def read(**kw):
+        r = lk.Retrieval(**kw)
+        return r.top_k, r.context_budget
+
+    assert read() == (100, 1000) and read(top_k=8) == (8, None) and read(top_k=5, context_budget=500) == (5, 500)
+    assert lk.Retrieval() == lk.Retrieval(context_budget=1000) == lk.Retrieval(context_budget=1000, top_k=100)
     with pytest.raises(ValueError, match="positive"):
-        lk.retrieval(None, 0)
-    with pytest.raises(ValueError, match="1-100"):
-        lk.retrieval(101)
+        lk.Retrieval(context_budget=0)
+    with pytest.raises(ValueError, match="from 1 to 100"):
+        lk.Retrieval(top_k=101)
 
 
 def test_auto_says_what_it_chose(monkeypatch, capsys):
@@ -55,10 +60,14 @@ def test_auto_says_what_it_chose(monkeypatch, capsys):
 
 
 def test_budget_is_the_default_and_top_k_alone_means_top_k():
-    assert retrieval_options(ns()) == (100, 1000)
-    assert retrieval_options(ns(top_k=8)) == (8, None)
-    assert retrieval_options(ns(context_budget=500)) == (100, 500)
-    assert retrieval_options(ns(context_budget=500, top_k=5)) == (5, 500)
+    def read(args):
+        r = retrieval_options(args)
+        return r.top_k, r.context_budget
+
+    assert read(ns()) == (100, 1000)
+    assert read(ns(top_k=8)) == (8, None)
+    assert read(ns(context_budget=500)) == (100, 500)
+    assert read(ns(context_budget=500, top_k=5)) == (5, 500)
     with pytest.raises(CliError, match="positive"):
         retrieval_options(ns(context_budget=0))
     args = build_parser().parse_args(["answer", "--context-budget", "750"])

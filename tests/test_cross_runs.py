@@ -16,6 +16,8 @@ from locomo_kit.reports.flips import flip_counts, flip_lines, mcnemar_exact
 from locomo_kit.reports.question_table import RunRef, build_question_table, question_frame
 from locomo_kit.reports.runs_explorer import decode_payload, encode_payload, page_payload
 from locomo_kit.runs import RunFolder
+from locomo_kit.runs.records import load_answers
+from locomo_kit.scoring.rules import default_verdict
 
 
 def binomial_two_sided(k: int, n: int) -> float:
@@ -79,7 +81,7 @@ def test_the_table_joins_runs_question_by_question(tmp_path):
     b = _write_run(tmp_path, "b", [(0.0, 0.0), (1.0, 1.0), (0.0, 0.0), (1.0, None), (0.9, 1.0)], skip={4})
     table = build_question_table([RunRef("A", a), RunRef("B", b)], conversations=[])
     assert [q["question_index"] for q in table["questions"]] == [0, 1, 2, 3, 4]  # category 5 left out
-    assert table["basis"] == "official F1 ≥ 0.5" and table["gold_keys"] == ["original"]
+    assert table["basis"] == "official F1 ≥ 0.5, yes/no polarity" and table["gold_keys"] == ["original"]
     outcome = [[c and c["outcome"]["original"] for c in q["cells"]] for q in table["questions"]]
     assert [o[0]["correct"] for o in outcome] == [True, False, False, True, False]
     assert [o[0]["failure"] for o in outcome] == [None, "memory", "answerer", None, "answerer"]
@@ -111,7 +113,7 @@ def test_the_judge_is_the_basis_only_when_every_run_was_judged_alike(tmp_path):
     f = flip_counts(judged)[0]
     assert (f["only_a"], f["only_b"], f["both"]) == (1, 1, 1)  # by the judge, not by F1
     mixed = build_question_table([RunRef("A", a), RunRef("C", c)], conversations=[])
-    assert mixed["basis"] == "official F1 ≥ 0.5"
+    assert mixed["basis"] == "official F1 ≥ 0.5, yes/no polarity"
     assert flip_counts(mixed)[0]["only_a"] == flip_counts(mixed)[0]["only_b"] == 0
 
 
@@ -124,13 +126,15 @@ def test_the_payload_round_trips_and_is_deterministic():
 
 def _direct_flips(runs: list[RunFolder]) -> dict[tuple[int, int], tuple[int, int, int, int]]:
     """(both, only A, only B, neither) per pair straight from scores.jsonl: the latest config, original key,
-    categories 1-4, right = official F1 ≥ 0.5 (the runs are not judged)."""
+    categories 1-4, right by the default rule-based basis (the runs are not judged)."""
     right = []
     for run in runs:
         recs = [json.loads(line) for line in (run.path / "scores.jsonl").read_text().splitlines() if line.strip()]
         key = recs[-1]["config_key"]
-        right.append({(r["sample_id"], r["question_index"]): r["locomo_f1"] >= 0.5 for r in recs
-                      if r["config_key"] == key and r.get("gold_key", "original") == "original" and r["category"] != 5})
+        f1 = {(r["sample_id"], r["question_index"]): r["locomo_f1"] for r in recs
+              if r["config_key"] == key and r.get("gold_key", "original") == "original" and r["category"] != 5}
+        right.append({q: default_verdict(a["prediction"], a["gold"], a["category"], f1[q]) for a in load_answers(run)
+                      if (q := (a["sample_id"], a["question_index"])) in f1})
     out = {}
     for i, j in combinations(range(len(runs)), 2):
         shared = set(right[i]) & set(right[j])

@@ -112,6 +112,53 @@ def test_cli_says_when_a_source_is_not_read(dataset_path, tmp_path, monkeypatch,
     assert capsys.readouterr().err.startswith("locomo-kit: error: --source points to")
 
 
+def test_cli_says_what_became_of_locomo_source_when_data_holds_the_verified_file(dataset_path, tmp_path, monkeypatch,
+                                                                                capsys):
+    monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LOCOMO_SOURCE", str(dataset_path))
+    assert main(["data", "fetch"]) == 0
+    capsys.readouterr()
+    assert main(["data", "fetch"]) == 0  # the same file again: checked, not copied
+    assert f"LOCOMO_SOURCE ({dataset_path}) is the same pinned file, so nothing was copied" in capsys.readouterr().out
+    other = tmp_path / "other.json"
+    other.write_text("[]")
+    monkeypatch.setenv("LOCOMO_SOURCE", str(other))
+    assert main(["data", "fetch"]) == 0  # the verified copy stays, and the user hears why their file was not used
+    out = capsys.readouterr().out
+    assert (f"so LOCOMO_SOURCE was not used; {other} has sha256 {sha256_file(other)}, not the pinned {LOCOMO_SHA256}, "
+            "so --force would refuse it") in out
+    monkeypatch.setenv("LOCOMO_SOURCE", str(tmp_path / "missing.json"))
+    assert main(["data", "fetch"]) == 0
+    assert f"{tmp_path / 'missing.json'} is not a file, so --force would refuse it" in capsys.readouterr().out
+    monkeypatch.setenv("LOCOMO_SOURCE", "http://127.0.0.1:9/locomo10.json")  # a URL is not downloaded to be compared
+    assert main(["data", "fetch"]) == 0
+    assert "so LOCOMO_SOURCE was not read (add --force to copy it again)\n" in capsys.readouterr().out
+
+
+def test_no_library_default_looks_for_a_shared_folder_beside_the_checkout():
+    """Data and published outputs come from the LOCOMO_* variables or the pinned URLs, never from a folder that only
+    the developers' machines have."""
+    from locomo_kit.paths import PROJECT_ROOT
+
+    hits = [f"{p.relative_to(PROJECT_ROOT)}:{n}" for p in sorted((PROJECT_ROOT / "locomo_kit").rglob("*.py"))
+            for n, line in enumerate(p.read_text().splitlines(), 1)
+            if "../shared" in line or '"shared" /' in line or "/ \"shared\"" in line]
+    assert hits == []
+
+
+def test_without_a_published_source_an_entry_is_downloaded_and_its_error_says_what_to_set(tmp_path, monkeypatch):
+    from locomo_kit.imported import catalogue
+
+    monkeypatch.delenv("LOCOMO_PUBLISHED_SOURCE", raising=False)
+    monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path))
+    assert catalogue.local_source() is None
+    # the tests reach loopback only, so the download fails as it would offline
+    with pytest.raises(DataFetchError, match=r"Cannot download https://raw\.githubusercontent\.com/.*"
+                                             r"LOCOMO_PUBLISHED_SOURCE names a folder that holds memu/result\.json"):
+        catalogue.fetch_entry("memu")
+    assert not (tmp_path / "published" / "memu" / "result.json").exists()
+
+
 def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("LOCOMO_SOURCE", str(tmp_path / "nothing.json"))

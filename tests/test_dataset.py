@@ -8,6 +8,7 @@ import pytest
 
 from locomo_kit.dataset import (
     DatasetError,
+    UnknownSample,
     all_questions,
     dataset_stats,
     get_conversation,
@@ -87,6 +88,26 @@ def test_select(dataset):
     assert [c.sample_id for c in select(dataset, "conv-26, conv-30")] == ["conv-26", "conv-30"]
     with pytest.raises(KeyError, match="Unknown sample 'conv-99'.*conv-26"):
         select(dataset, "conv-99")
+
+
+def test_an_unknown_sample_is_one_line_in_a_notebook(dataset, dataset_path, tmp_path):
+    """``papermill 01_dataset.ipynb out.ipynb -p sample conv-99``: the cell's error is the message, which lists the
+    known samples, not a traceback through the library (the error is a DatasetError and a KeyError alike)."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    with pytest.raises(UnknownSample) as caught:
+        select(dataset, "conv-99")
+    assert isinstance(caught.value, (KeyError, ValueError)) and str(caught.value).startswith("Unknown sample 'conv-99'")
+    notebook = Path(__file__).resolve().parents[1] / "notebooks" / "01_dataset.ipynb"
+    with pytest.raises(PapermillExecutionError) as failed:
+        papermill.execute_notebook(str(notebook), str(tmp_path / "out.ipynb"), cwd=str(notebook.parent),
+                                   parameters={"sample": "conv-99", "dataset_path": str(dataset_path)},
+                                   progress_bar=False, kernel_name="python3")
+    error = failed.value
+    assert error.ename == "UnknownSample"
+    assert error.traceback == [f"UnknownSample: {error.evalue}"]
+    assert "Known samples: conv-26, conv-30" in error.evalue
 
 
 def _write(tmp_path: Path, content: str) -> Path:

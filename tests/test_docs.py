@@ -256,3 +256,101 @@ def test_the_readme_is_a_five_minute_read():
     assert "make run" in text and "make test" in text
     assert any("make run" in block and "make test" in block for block in FENCE.findall(text)), \
         "README.md shows the two commands in a code block"
+
+
+# --- docs/cli.md names every command and option (as sqlite-utils checks its docs against its CLI)
+
+CLI_DOC = DOCS / "cli.md"
+
+
+def commands_and_options(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """(command path, its option strings) for the parser and every subcommand below it, -h/--help left out."""
+    options = [s for a in parser._actions
+               if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) for s in a.option_strings]
+    yield path, options
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from commands_and_options(sub, path + (name,))
+
+
+CLI_TREE = list(commands_and_options(build_parser()))
+
+
+def test_the_cli_walk_sees_every_command():
+    names = {" ".join(path) for path, _ in CLI_TREE}
+    assert {"run", "data fetch", "systems", "leaderboard", "import"} <= names
+    assert ("run", ) in {path for path, _ in CLI_TREE}
+    assert "--context-budget" in dict(CLI_TREE)[("run",)]
+
+
+@pytest.mark.parametrize("path", [p for p, _ in CLI_TREE if p], ids=lambda p: " ".join(p))
+def test_cli_doc_shows_every_command(path: tuple[str, ...]):
+    text = CLI_DOC.read_text(encoding="utf-8")
+    shown = re.search(r"locomo-kit\s+" + r"\s+".join(map(re.escape, path)) + r"(?![\w-])", text)
+    assert shown, f"docs/cli.md never shows `locomo-kit {' '.join(path)}`: add it (what it does, an example)"
+
+
+@pytest.mark.parametrize("path,options", CLI_TREE, ids=[" ".join(("locomo-kit",) + p) for p, _ in CLI_TREE])
+def test_cli_doc_names_every_option(path: tuple[str, ...], options: list[str]):
+    text = CLI_DOC.read_text(encoding="utf-8")
+    missing = [o for o in options if not re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", text)]
+    assert not missing, f"docs/cli.md never names {missing} (options of `locomo-kit {' '.join(path)}`): document them"
+
+
+# --- what the repository's text files must not hold: issue numbers and paths out of the checkout
+
+SCANNED = ["README.md", "Makefile", "pyproject.toml", "conftest.py", ".ci", "data/README.md", "docs", "locomo_kit",
+           "memworker", "tests", "benchmarks", "scripts", "notebooks"]
+TEXT_SUFFIXES = {"", ".py", ".md", ".toml", ".json", ".ipynb", ".txt", ".j2", ".js", ".css", ".html", ".sh", ".cfg"}
+SKIPPED_DIRS = {"__pycache__", "node_modules", ".venv", ".pytest_cache"}
+# written in pieces, so that this file does not match its own patterns
+ISSUE_NUMBER = re.compile(r"\b(?:issue|pull request)s?\s*" + "#?" + r"\d+\b|\(" + "#" + r"\d+\)", re.I)
+SHARED_PATH = re.compile(r"\.\./" + "shared/" + r"|parent\s*/\s*[\"']" + "shared" + r"[\"']")  # a path into it
+# the one place that may point at the developers' shared data folder: CI's script, setting LOCOMO_* variables
+SHARED_PATH_ALLOWED = {".ci/run", "tests/conftest.py"}
+
+
+def repository_text_files() -> list[Path]:
+    out = []
+    for entry in SCANNED:
+        path = ROOT / entry
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
+        out += [p for p in files if p.suffix in TEXT_SUFFIXES and not SKIPPED_DIRS & set(p.parts)]
+    return out
+
+
+def offending_lines(pattern: re.Pattern, allowed: set[str] = frozenset()) -> list[str]:
+    found = []
+    for path in repository_text_files():
+        rel = path.relative_to(ROOT).as_posix()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if pattern.search(line) and not (rel in allowed and "LOCOMO_" in line):
+                found.append(f"{rel}:{n}: {line.strip()[:120]}")
+    return found
+
+
+def test_the_scan_reads_the_repository():
+    names = {p.relative_to(ROOT).as_posix() for p in repository_text_files()}
+    assert {"README.md", "docs/cli.md", "locomo_kit/cli/main.py", "tests/test_docs.py"} <= names
+    issue = "issue"
+    assert ISSUE_NUMBER.search(f"as {issue} #7 says") and ISSUE_NUMBER.search("(" + "#12)")
+    assert ISSUE_NUMBER.search(f"{issue.title()} 3") and ISSUE_NUMBER.search(f"{issue}s 20")
+    assert not ISSUE_NUMBER.search("#12 of 30") and not ISSUE_NUMBER.search("color: #333")
+    assert SHARED_PATH.search("see " + "../" + "shared/docs") and SHARED_PATH.search("ROOT.parent / 'sh" + "ared'")
+
+
+def test_no_issue_numbers():
+    found = offending_lines(ISSUE_NUMBER)
+    assert not found, ("issue numbers mean nothing to a user: say what the text means instead (a public URL for a "
+                       "source):\n" + "\n".join(found))
+
+
+def test_no_paths_out_of_the_checkout():
+    found = offending_lines(SHARED_PATH, SHARED_PATH_ALLOWED)
+    assert not found, ("a user's checkout has no shared folder beside it: read data through the LOCOMO_* variables "
+                       "(only .ci/run and tests/conftest.py set them from there):\n" + "\n".join(found))

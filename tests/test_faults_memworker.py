@@ -1,7 +1,7 @@
 """memworker under faults: a full disk, transient item failures, a second Worker, broken database files.
 
 Each test names the fault, injects it for real where this machine allows (a small tmpfs filled to
-the last byte, real processes, real files), and checks the outcome the issue defines: every
+the last byte, real processes, real files), and checks the outcome it must have: every
 acknowledged observation stored exactly once after recovery, and a clear message otherwise.
 """
 

@@ -9,13 +9,15 @@ import re
 from pathlib import Path
 
 import pytest
-from import_helpers import PUBLISHED, published_copy
+from import_helpers import published, published_copy
 
 from locomo_kit.cli import main
 from locomo_kit.llm import ScriptedLLM
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.pipeline.judge_bank import published_rates, run_judge_bank
 from locomo_kit.reports.imported_board import SECTION, imported_lines, imported_rows
 from locomo_kit.runs import RunFolder
+from locomo_kit.settings import Judge
 
 COGNEE = [f"cognee/locomo_metrics_conv{i}_hybrid_completion_20_20_20_run0.json" for i in range(10)]
 
@@ -49,7 +51,7 @@ def _report(run: RunFolder) -> str:
 
 
 def _overall_f1(report: str) -> float:
-    return float(re.search(r"\| overall \| \d+ \| ([\d.]+) \|", report).group(1))
+    return float(re.search(r"\| overall \| [\d,]+ \| ([\d.]+) \|", report).group(1))
 
 
 @pytest.mark.parametrize("name, coverage, f1", [("memobase", "1,540", 54.5), ("zep", "1,540", 18.7),
@@ -80,14 +82,14 @@ def test_claims_agree_or_not_as_the_files_say(imports):
     memu = json.loads((imports["memu"].path / "import.json").read_text())
     assert memu["reasons"] == {"text differs": 188} and memu["coverage"]["questions_1_4"] == 1352
     cognee = _report(imports["cognee"])
-    assert "| over categories 1-4 (the kit's footing) | 1540 | 84.1 |" in cognee
+    assert "| over categories 1-4 (the kit's footing) | 1,540 | 84.1 |" in cognee
     assert "446 adversarial answers" in cognee and "official rule counts" in cognee
 
 
 def test_memobase_own_f1_and_bleu_agree_with_the_kits_on_every_record(imports):
     report = _report(imports["memobase"])
-    assert "| f1 | mem0_f1 | 1540 | 0 |" in report
-    assert "| bleu | bleu1 | 1540 | 0 |" in report
+    assert "| f1 | mem0_f1 | 1,540 | 0 |" in report
+    assert "| bleu | bleu1 | 1,540 | 0 |" in report
 
 
 def test_imported_runs_are_runs_for_score_export_and_compare(imports, monkeypatch, tmp_path, capsys):
@@ -108,16 +110,15 @@ def test_the_leaderboard_keeps_imported_runs_in_their_own_section(imports):
     rows = imported_rows([str(imports[n].path) for n in ("memobase", "zep", "memu")])
     lines = "\n".join(imported_lines(rows))
     assert lines.startswith(f"## {SECTION}")
-    assert "| memobase | 1,540 of 1,986 | 1540 |" in lines and "| memu | 1,354 of 1,986 | 1352 |" in lines
-    assert "| zep | memobase | 1540 |" in lines  # paired: the same 1,540 questions
+    assert "| memobase | 1,540 of 1,986 | 1,540 |" in lines and "| memu | 1,354 of 1,986 | 1,352 |" in lines
+    assert "| zep | memobase | 1,540 |" in lines  # paired: the same 1,540 questions
     assert "| memu | memobase" not in lines  # memu answers other questions: never paired
     with pytest.raises(ValueError, match="not an imported run"):
         imported_rows([str(imports["zep"].path.parent / "no-such-run")])
 
 
 def test_a_catalogue_entry_is_copied_pinned_and_imported(tmp_path, monkeypatch, dataset_path, capsys):
-    if not PUBLISHED.is_dir():
-        pytest.skip(f"{PUBLISHED} is absent")
+    published()  # skips without the published outputs
     monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
     monkeypatch.setenv("LOCOMO_DATA_DIR", str(tmp_path / "data"))
     (tmp_path / "data").mkdir()
@@ -149,8 +150,8 @@ def test_the_judge_bank_reports_acceptance_per_class_beside_the_published_rates(
         label = "WRONG" if candidates[(question, answer)] == "specific-wrong" else "CORRECT"
         return json.dumps({"explanation": "scripted", "label": label})
 
-    result = run_judge_bank("fake/scripted", "mem0", bank=files[0], runs=3, llm=ScriptedLLM(reply),
-                            out=tmp_path / "bank-out", report_md=files[1], log=lambda *_: None)
+    result = run_judge_bank(Judge("fake/scripted", protocol="mem0", runs=3, llm=ScriptedLLM(reply)), bank=files[0],
+                            out=tmp_path / "bank-out", report_md=files[1], calls=CallSettings(log=lambda *_: None))
     rates = result["rates"]
     assert rates["correct"]["k"] == 80 and rates["specific-wrong"]["k"] == 0 and rates["vague-topical-wrong"]["k"] == 80
     assert rates["specific-wrong"]["high"] < 5 and result["failed"] == 0

@@ -65,7 +65,7 @@ def test_every_locomo_turn_renders_as_one_line_that_memworker_attributes(dataset
 
 
 def test_embedded_ingest_verify_and_resume(conv26):
-    run, summary = run_ingest("conv-26", "embedded", "transcript")
+    run, summary = run_ingest("conv-26")
     assert len(summary.ingested) == 19 and not summary.failed and not summary.zero_observation_sessions
     records = [json.loads(l) for l in (run.path / "ingest.jsonl").read_text().splitlines()]
     assert [r["session"] for r in records] == list(range(1, 20))
@@ -76,7 +76,7 @@ def test_embedded_ingest_verify_and_resume(conv26):
     manifest = run.manifest()
     assert manifest["dataset"]["sha256"].startswith("79fa87e9") and manifest["worker"]["name"] == "memworker"
     assert manifest["parameters"] == {"sample": "conv-26", "mode": "transcript", "worker_url": "embedded"}
-    again_run, again = run_ingest("conv-26", "embedded", "transcript")
+    again_run, again = run_ingest("conv-26")
     assert again_run.path == run.path and again.results == [] and again.skipped == 19
     with EmbeddedWorker(run.path / "memworker.db", embedder="hashing") as url, WorkerClient(url, token="") as c:
         report = verify_conversation(WorkerSystem.around(c), conv26)

@@ -3,23 +3,30 @@
 Each layer imports only from its own layer and the ones before it; no private name is imported from
 another module; no cycles, function-level imports included; a function-level import stays only
 where it defers a heavy third-party import and says so in a comment on its line or the one above.
+Within the stages layer, a stage imports only the stages before it in the data's flow. memworker, shipped
+in the same distribution, is walked too: it never imports the kit, and has no cycles and no private names
+across its modules.
 """
 
 from __future__ import annotations
 
 import ast
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "locomo_kit"
+MEMWORKER = ROOT / "memworker"
 
-# Lowest first; a module belongs to the first layer whose prefix names it (longest prefix wins).
+# Lowest first; a module belongs to the layer whose prefix names it (longest prefix wins). The root package is
+# matched exactly (its own __init__): a new top-level module must be given a layer here.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("locomo_kit.paths", "locomo_kit.dataset", "locomo_kit.data_fetch", "locomo_kit.outcome",
-                    "locomo_kit.costs", "locomo_kit.progress")),
+                    "locomo_kit.costs", "locomo_kit.progress", "locomo_kit.settings")),
     ("runs", ("locomo_kit.runs",)),
     ("clients", ("locomo_kit.llm", "locomo_kit.worker")),
     ("systems", ("locomo_kit.systems",)),
@@ -28,6 +35,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reports", ("locomo_kit.reports",)),
     ("pipeline", ("locomo_kit.pipeline",)),
     ("entry", ("locomo_kit.cli", "locomo_kit.testing", "locomo_kit.__main__", "locomo_kit")),
+]
+ROOTS = ("locomo_kit", "memworker")  # matched exactly wherever a prefix names one
+
+# The stages in the order the data flows through them: memories written (ingestion), read back to answer
+# questions (qa), the ingestion checked by reading it back through qa's search (verification), answers made
+# elsewhere brought into the kit's records (imported). A stage imports only its own and earlier ones; a
+# package's __init__ re-exporting its own modules is no step of the flow.
+STAGE_FLOW: list[tuple[str, tuple[str, ...]]] = [
+    ("ingestion", ("locomo_kit.ingestion",)),
+    ("qa", ("locomo_kit.qa",)),
+    ("verification", ("locomo_kit.ingestion.verify",)),
+    ("imported", ("locomo_kit.imported",)),
 ]
 
 # Third-party imports worth deferring to the function that needs them (slow to import, or optional).
@@ -46,16 +65,27 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+MODULES = {module_name(p): p for package in (PACKAGE, MEMWORKER) for p in sorted(package.rglob("*.py"))}
+
+
+def kit_modules() -> list[str]:
+    return [m for m in MODULES if m.split(".")[0] == "locomo_kit"]
+
+
+def place(module: str, table: list[tuple[str, tuple[str, ...]]]) -> int:
+    """The index of the entry of ``table`` whose prefix names ``module`` (the longest wins; a root only
+    exactly); -1 when none does."""
+    best, best_len = -1, -1
+    for index, (_, prefixes) in enumerate(table):
+        for prefix in prefixes:
+            names = module == prefix or (prefix not in ROOTS and module.startswith(prefix + "."))
+            if names and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    return best
 
 
 def layer_of(module: str) -> int:
-    best, best_len = -1, -1
-    for index, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
-                best, best_len = index, len(prefix)
-    return best
+    return place(module, LAYERS)
 
 
 @dataclass(frozen=True)
@@ -110,12 +140,12 @@ def imports_of(module: str) -> list[Import]:
 
 
 def internal(imp: Import) -> bool:
-    return imp.target == "locomo_kit" or imp.target.startswith("locomo_kit.")
+    return imp.target.split(".")[0] in ROOTS
 
 
 def upward_imports() -> list[str]:
     out = []
-    for module in MODULES:
+    for module in kit_modules():
         for imp in imports_of(module):
             if internal(imp) and imp.target in MODULES and layer_of(imp.target) > layer_of(module):
                 out.append(f"upward: {module} -> {imp.target}")
@@ -175,10 +205,31 @@ def cycles() -> list[str]:
     return sorted(found)
 
 
-def function_level_imports() -> list[str]:
-    """Function-level imports that defer nothing heavy, or do not say why they are deferred."""
+def stage_order_imports() -> list[str]:
+    """Imports of a later stage of the data's flow (:data:`STAGE_FLOW`) by an earlier one."""
     out = []
-    for module in MODULES:
+    for module in kit_modules():
+        step = place(module, STAGE_FLOW)
+        if step < 0:
+            continue
+        for imp in imports_of(module):
+            later = place(imp.target, STAGE_FLOW)
+            facade = MODULES[module].name == "__init__.py" and imp.target.startswith(module + ".")
+            if later > step and not facade:
+                out.append(f"stage order: {module} ({STAGE_FLOW[step][0]}) -> {imp.target} ({STAGE_FLOW[later][0]})")
+    return sorted(set(out))
+
+
+def memworker_imports_of_the_kit() -> list[str]:
+    return sorted({f"memworker imports the kit: {m} -> {i.target}" for m in MODULES if m.split(".")[0] == "memworker"
+                   for i in imports_of(m) if i.target.split(".")[0] == "locomo_kit"})
+
+
+def function_level_imports() -> list[str]:
+    """Function-level imports of the kit that defer nothing heavy, or do not say why they are deferred
+    (memworker's own start-up choices are not held to it)."""
+    out = []
+    for module in kit_modules():
         for imp in imports_of(module):
             if not imp.in_function:
                 continue
@@ -189,11 +240,24 @@ def function_level_imports() -> list[str]:
 
 
 def violations() -> list[str]:
-    return upward_imports() + private_imports() + cycles() + function_level_imports()
+    return (upward_imports() + private_imports() + cycles() + function_level_imports() + stage_order_imports()
+            + memworker_imports_of_the_kit())
+
+
+def unlayered() -> list[str]:
+    return [m for m in kit_modules() if layer_of(m) < 0]
 
 
 def test_every_module_has_a_layer() -> None:
-    assert [m for m in MODULES if layer_of(m) < 0] == []
+    assert unlayered() == []
+
+
+def test_the_stages_import_each_other_in_the_order_the_data_flows() -> None:
+    assert [v for v in stage_order_imports() if v not in ALLOWED] == []
+
+
+def test_memworker_never_imports_the_kit() -> None:
+    assert memworker_imports_of_the_kit() == []
 
 
 def test_no_upward_imports() -> None:
@@ -218,7 +282,7 @@ def test_allow_list_holds_only_live_debt() -> None:
 
 
 def test_the_kit_never_imports_memworker() -> None:
-    hits = [f"{m} -> {i.target}" for m in MODULES for i in imports_of(m) if i.target.split(".")[0] == "memworker"]
+    hits = [f"{m} -> {i.target}" for m in kit_modules() for i in imports_of(m) if i.target.split(".")[0] == "memworker"]
     assert hits == []
 
 
@@ -247,6 +311,57 @@ def test_the_walker_sees_function_level_imports_and_cycles(tmp_path: Path) -> No
             ROOT = root
     finally:
         MODULES = saved
+
+
+@contextmanager
+def planted(root: Path, files: dict[str, str]) -> Iterator[None]:
+    """The walk sees only ``files`` (path under ``root``: source) until the block ends."""
+    global MODULES, ROOT
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    saved = MODULES, ROOT
+    MODULES = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in sorted(root.rglob("*.py"))}
+    ROOT = root
+    try:
+        yield
+    finally:
+        MODULES, ROOT = saved
+
+
+def test_a_new_top_level_module_must_be_given_a_layer(tmp_path: Path) -> None:
+    """The root package matches only itself: a module beside ``paths.py`` that no layer names is reported."""
+    with planted(tmp_path, {"locomo_kit/__init__.py": "", "locomo_kit/paths.py": "",
+                            "locomo_kit/newthing.py": "import locomo_kit.cli\n", "locomo_kit/cli/__init__.py": ""}):
+        assert unlayered() == ["locomo_kit.newthing"]
+        assert layer_of("locomo_kit") == layer_of("locomo_kit.cli") == len(LAYERS) - 1
+
+
+def test_memworker_importing_the_kit_a_cycle_and_a_private_name_are_reported(tmp_path: Path) -> None:
+    with planted(tmp_path, {"locomo_kit/__init__.py": "", "locomo_kit/paths.py": "_p = 1\n",
+                            "memworker/__init__.py": "",
+                            "memworker/a.py": "from memworker.b import _helper\nfrom locomo_kit.paths import _p\n",
+                            "memworker/b.py": "def f():\n    import memworker.a\n_helper = 1\n"}):
+        assert memworker_imports_of_the_kit() == ["memworker imports the kit: memworker.a -> locomo_kit.paths"]
+        assert cycles() == ["cycle: memworker.a <-> memworker.b"]
+        assert private_imports() == ["private: memworker.a imports locomo_kit.paths._p",
+                                     "private: memworker.a imports memworker.b._helper"]
+        assert function_level_imports() == []  # memworker's own start-up choices
+
+
+def test_a_stage_importing_a_later_one_is_reported(tmp_path: Path) -> None:
+    """ingestion -> qa is reported; qa -> ingestion, verification -> qa and a package's re-exports are not."""
+    with planted(tmp_path, {
+        "locomo_kit/__init__.py": "",
+        "locomo_kit/ingestion/__init__.py": "from locomo_kit.ingestion.verify import v\n",
+        "locomo_kit/ingestion/load.py": "x = 1\n\ndef f():\n    from locomo_kit.qa.answer import a  # deferred: heavy\n",
+        "locomo_kit/ingestion/verify.py": "from locomo_kit.qa.answer import a\nv = 1\n",
+        "locomo_kit/qa/__init__.py": "",
+        "locomo_kit/qa/answer.py": "from locomo_kit.ingestion.load import x\na = 1\n",
+        "locomo_kit/imported/__init__.py": "from locomo_kit.qa.answer import a\n",
+    }):
+        assert stage_order_imports() == ["stage order: locomo_kit.ingestion.load (ingestion) -> locomo_kit.qa.answer (qa)"]
 
 
 if __name__ == "__main__":  # pragma: no cover - prints today's debt, for the allow-list

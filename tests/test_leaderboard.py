@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 
 from locomo_kit.cli import main
-from locomo_kit.pipeline.leaderboard import QUOTED, LeaderboardError, parse_systems
+from locomo_kit.pipeline.leaderboard import LeaderboardError, parse_systems
 from locomo_kit.reports.comparison import compare
+from locomo_kit.reports.leaderboard_page import QUOTED, leaderboard_html, leaderboard_lines
 from locomo_kit.reports.runs_explorer import page_payload
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder
+from locomo_kit.runs.records import load_answers
+from locomo_kit.scoring.rules import default_verdict
 
 from support.chromium import Opened
 from support.runs import offline_outputs
@@ -27,7 +30,7 @@ def test_the_systems_list_is_checked_before_any_work():
     entries = parse_systems("memworker, bm25,claude-mem=http://127.0.0.1:37777")
     assert [e.spec for e in entries] == ["memworker", "bm25", "claude-mem=http://127.0.0.1:37777"]
     named = parse_systems("mcp:server-memory,mcp:profiles/mine.toml,mypackage.adapter:MySystem")  # found when run
-    assert [e.run_kwargs()["system"] for e in named] == ["mcp:server-memory", "mcp:profiles/mine.toml",
+    assert [e.system().name for e in named] == ["mcp:server-memory", "mcp:profiles/mine.toml",
                                                          "mypackage.adapter:MySystem"]
     for bad, why in (("memworker,nosuch", "unknown memory system 'nosuch'"), ("bm25,bm25", "named twice"),
                      ("claude-mem", "needs its Worker's URL"), ("bm25=http://x", "runs without a URL"), (" , ", "no system")):
@@ -132,11 +135,14 @@ def test_a_system_that_retrieves_nothing_is_not_a_result_on_the_leaderboard(own_
 # the runs' scores.jsonl
 
 def right_by_f1(run: RunFolder) -> dict[tuple[str, int], bool]:
-    """Right (official F1 ≥ 0.5, the basis of unjudged runs) per question of categories 1-4, from scores.jsonl."""
+    """Right (the default rule-based basis of unjudged runs: official F1 ≥ 0.5 with yes/no polarity) per question
+    of categories 1-4, from answers.jsonl."""
     recs = [json.loads(line) for line in (run.path / "scores.jsonl").read_text().splitlines() if line.strip()]
     key = recs[-1]["config_key"]
-    return {(r["sample_id"], r["question_index"]): r["locomo_f1"] >= 0.5 for r in recs
-            if r["config_key"] == key and r.get("gold_key", "original") == "original" and r["category"] != 5}
+    f1 = {(r["sample_id"], r["question_index"]): r["locomo_f1"] for r in recs
+          if r["config_key"] == key and r.get("gold_key", "original") == "original" and r["category"] != 5}
+    return {q: default_verdict(a["prediction"], a["gold"], a["category"], f1[q]) for a in load_answers(run)
+            if (q := (a["sample_id"], a["question_index"])) in f1}
 
 
 @pytest.fixture(scope="module")
@@ -257,3 +263,51 @@ def test_the_compare_page_has_the_same_explorer(report_runs, browser, tmp_path):
     assert page.locator("h2", has_text="Flips").count() == 1
     assert page.evaluate("() => [...document.images].filter(i => i.complete && i.naturalWidth > 400).length") == 2
     page.close()
+
+
+# -- the main table at 1,400 px: every column on screen, the latency and context columns included
+
+TAIL = ("ingest s", "search p50 ms", "search p95 ms", "context tokens")
+
+
+def assert_measured_table_fits(opened: Opened) -> None:
+    """The table under "Measured here" scrolls nowhere and each of its tail columns lies inside the 1,400 px window."""
+    page = opened.page
+    table = page.locator("h2:has-text('Measured here') ~ table").first
+    scroll, client = table.evaluate("t => [t.scrollWidth, t.clientWidth]")
+    assert scroll <= client, f"the table is {scroll} px wide in a {client} px box: columns hidden behind a scroll"
+    width = page.viewport_size["width"]
+    assert width == 1400
+    headers = {th.text_content(): th.bounding_box() for th in table.locator("thead th").all()}
+    for name in TAIL:
+        box = headers[name]
+        assert box and box["width"] > 0 and 0 <= box["x"] and box["x"] + box["width"] <= width, (name, box)
+
+
+@pytest.mark.integration  # Debian's Chromium
+def test_the_leaderboards_main_table_fits_a_1400_px_window(board, browser):
+    folder, result, _ = board
+    opened = Opened(browser, folder / "report.html")
+    assert opened.errors == []
+    assert_measured_table_fits(opened)
+    opened.page.close()
+
+
+@pytest.mark.integration  # Debian's Chromium
+def test_the_widest_measured_table_fits_too(browser, tmp_path):
+    """Five systems with long names, three judge protocols (the most columns the table has), the largest numbers."""
+    rows = []
+    for i in range(5):
+        rows.append({"system": f"mem0 2.2.1 (Mem0 without LLM extraction, variant {i}) at http://127.0.0.1:3777{i}",
+                     "status": "ok" if i else "PARTIAL", "budget": 16000, "questions": 1540, "evidence_recall": 99.9,
+                     "recall@10": 99.9, "session_recall@10": 100.0, "session_recall@10_chance": 100.0,
+                     "session_hit@5": 100.0, "session_hit@5_chance": 100.0, "sessions_retrieved": 10.0,
+                     "locomo_f1": 100.0, "mem0_f1": 100.0, "j_mem0": 100.0, "j_strict": 100.0, "j_playbook": 100.0,
+                     "ingest_s": 123456.7, "search_p50_ms": 12345.67, "search_p95_ms": 123456.78,
+                     "context_tokens": 123456.0})
+    md = tmp_path / "leaderboard.md"
+    md.write_text("\n".join(["# wide", "", "## Measured here", ""] + leaderboard_lines(rows) + [""]), encoding="utf-8")
+    opened = Opened(browser, leaderboard_html(md, "wide"))
+    assert opened.errors == [] and opened.page.locator("h2:has-text('Measured here') ~ table thead th").count() == 16
+    assert_measured_table_fits(opened)
+    opened.page.close()

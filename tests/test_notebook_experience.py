@@ -11,6 +11,7 @@ import pytest
 import locomo_kit
 from locomo_kit.cli import main
 from locomo_kit.llm import ScriptedLLM
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.reports import figures
 
 
@@ -34,8 +35,9 @@ def test_progress_bars_have_their_widgets():
 def judged_run(offline_run):
     run = offline_run("--sample", "conv-30", run_id="exp")
     labels = iter(["CORRECT", "WRONG", "CORRECT"] * 1000)
-    locomo_kit.judge(run, "mem0", runs=2, llm=ScriptedLLM(lambda s, p: json.dumps({"label": next(labels)}),
-                                                          model="judge-z"), progress=False)
+    judge = locomo_kit.Judge(protocol="mem0", runs=2,
+                             llm=ScriptedLLM(lambda s, p: json.dumps({"label": next(labels)}), model="judge-z"))
+    locomo_kit.judge(run, judge=judge, calls=CallSettings(progress=False))
     return run
 
 

@@ -92,7 +92,12 @@ def test_run_ids_hash_included() -> None:
     for name, options in CONFIGS.items():
         options = dict(options)
         top_k = options.pop("top_k", 100 if options.get("context_budget") else 8)
-        ids[name] = lk.run_config(top_k=top_k, **options).run_id()
+        system = lk.SystemSpec(name=options.pop("system", None), worker_url=options.pop("worker_url", "embedded"),
+                               mode=options.pop("mode", "transcript"))
+        retrieval = lk.Retrieval(top_k=top_k, context_budget=options.pop("context_budget", None),
+                                 query_strategy=options.pop("query_strategy", "question"))
+        sample = options.pop("sample", "conv-26")
+        ids[name] = lk.run_config(sample, system=system, retrieval=retrieval, answerer=lk.Answerer(**options)).run_id()
     assert ids["make run"] == "conv-26-transcript-embedded-minilm-extractive-b1000-6f085058"
     assert ids["bm25"] == "conv-26-bm25-0.3.16-extractive-b1000-60eeaa98"
     check("run_ids", ids)

@@ -16,7 +16,7 @@ PUBLIC_PACKAGES = ["locomo_kit", "locomo_kit.cli", "locomo_kit.ingestion", "loco
                    "locomo_kit.qa", "locomo_kit.reports", "locomo_kit.runs", "locomo_kit.scoring", "locomo_kit.systems",
                    "locomo_kit.testing", "locomo_kit.worker"]
 FOUNDATION = ["locomo_kit.costs", "locomo_kit.data_fetch", "locomo_kit.dataset", "locomo_kit.outcome",
-              "locomo_kit.paths", "locomo_kit.progress"]
+              "locomo_kit.paths", "locomo_kit.progress", "locomo_kit.settings"]
 
 
 def public_names(module: ModuleType) -> list[str]:

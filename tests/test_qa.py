@@ -15,6 +15,7 @@ from locomo_kit.qa.extractive import LABEL, ExtractiveAnswerer
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_answers
 from locomo_kit.scoring.diagnostics import answer_in_context, evidence_coverage
+from locomo_kit.settings import Retrieval
 from locomo_kit.worker.client import Observation
 
 
@@ -75,8 +76,8 @@ def test_diagnostics_exact_and_text():
 
 
 def test_memory_qa_end_to_end_resumes_and_scores(dataset):
-    ingestion, _ = run_ingest("conv-26", "embedded")
-    run, summary = run_answer("conv-26", "embedded")
+    ingestion, _ = run_ingest("conv-26")
+    run, summary = run_answer("conv-26", retrieval=Retrieval(top_k=8))
     conv = get_conversation(dataset, "conv-26")
     assert run.manifest()["ingestion"]["id"] == ingestion.run_id
     assert summary.answered == len(questions(conv)) == 152 and summary.failed == 0 and summary.outcome.ok
@@ -85,9 +86,9 @@ def test_memory_qa_end_to_end_resumes_and_scores(dataset):
     assert rec["retrieved"] and rec["search_latency_ms"] > 0 and rec["top_k"] == 8 and rec["memories_used"] <= 8
     assert {"question", "prediction", "gold", "category", "input_tokens", "output_tokens", "answer_latency_ms",
             "prompt_version", "config_key"} <= set(rec)
-    _, again = run_answer("conv-26", "embedded")
+    _, again = run_answer("conv-26", retrieval=Retrieval(top_k=8))
     assert again.answered == 0 and again.skipped == 152
-    scores = run_score(run, "conv-26")
+    scores = run_score(run)
     assert len(scores) == 152 and all(0 <= s.locomo_f1 <= 1 for s in scores)
     assert all(s.coverage_method in ("turn-ids", "no-evidence") for s in scores)
     assert run.manifest()["answer"]["model"] == "extractive"

@@ -12,10 +12,23 @@ import pytest
 
 from locomo_kit.cli import main
 from locomo_kit.llm import ScriptedLLM
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.pipeline.stages import run_judge, run_report
 from locomo_kit.reports import baselines
 from locomo_kit.scoring.locomo_f1 import locomo_f1
 from locomo_kit.scoring.mem0_f1 import mem0_f1
+from locomo_kit.settings import Judge
+
+QUIET = CallSettings(progress=False)
+
+
+def test_every_quoted_row_cites_its_source_by_url():
+    """The leaderboard's quoted rows (papers, projects' own claims) each name a public URL to check them against."""
+    from locomo_kit.reports.leaderboard_page import quoted_rows
+
+    rows = quoted_rows()
+    assert rows and all(re.search(r"https://\S+", r["source"]) for r in rows), [r["source"] for r in rows]
+    assert not any(re.search(r"issue #?\d", r["source"]) for r in rows)
 
 
 def test_every_baseline_cell_has_a_source_and_a_category_id():
@@ -60,7 +73,7 @@ def test_a_budgeted_run_labels_its_retrieval_by_the_budget(reported_run):
               if s["gold_key"] == "original" and s["category"] != 5 and s["evidence_coverage"].get("@1") is not None]
     text = (run.path / "report.md").read_text()
     assert f"evidence within the 1,000-token context: {100 * statistics.mean(recall):.1f}%" in text
-    assert "all (within 1,000 tokens)" in text and "| context budget | 1,000 tokens |" in text
+    assert "all (within 1,000 tokens)" in text and "| kit retrieval: context budget | 1,000 tokens |" in text
     assert "top 100" not in text and "in the top 8" not in text
     assert "context budget 1,000 tokens (≤ 100 memories)" in run.manifest()["config_label"]
     examples = text[text.index("### Category"):text.index("## 7.")]
@@ -84,13 +97,14 @@ def test_report_numbers_are_recomputed_from_records(reported_run, dataset):
         assert row and float(row.group(cat)) == pytest.approx(100 * mf, abs=0.051)
     assert "1 conversation(s), 152 questions" in text and "not comparable" in text
     assert "compared here by id" in text and "Not judged" in text
+    assert "--judge-base-url" in text and "--llm-base-url" not in text  # the option `score` takes for a judge's server
 
 
 def test_judged_report_places_j_beside_mem0_only_for_the_mem0_protocol(reported_run, dataset):
     run = reported_run
     labels = iter(["CORRECT", "WRONG"] * 1000)
     llm = ScriptedLLM(lambda s, p: json.dumps({"label": next(labels)}), model="judge-x")
-    run_judge(run, "mem0", runs=2, llm=llm, progress=False)
+    run_judge(run, judge=Judge(protocol="mem0", runs=2, llm=llm), calls=QUIET)
     # each question's first run scores 60 and its second 80, whatever order the call pool takes them in
     calls_per_prompt: Counter = Counter()
     lock = threading.Lock()
@@ -100,8 +114,8 @@ def test_judged_report_places_j_beside_mem0_only_for_the_mem0_protocol(reported_
             calls_per_prompt[prompt] += 1
             return json.dumps({"score": 60 if calls_per_prompt[prompt] % 2 else 80})
 
-    run_judge(run, "playbook", runs=2, llm=ScriptedLLM(alternate, model="judge-y"), progress=False)
-    report, _, summary = run_report(run, "conv-26")
+    run_judge(run, judge=Judge(runs=2, llm=ScriptedLLM(alternate, model="judge-y")), calls=QUIET)
+    report, _, summary = run_report(run, sample="conv-26")
     text = report.read_text()
     assert "| Mem0 (Mem0 paper) | 67.13 | 55.51 | 51.15 | 72.93 | 66.88 |" in text
     overall = next(r for r in summary["judge"]["playbook"] if r["category"] == "overall")
@@ -162,3 +176,46 @@ def test_paid_protocol_end_to_end_through_the_sdk(tmp_path, monkeypatch, capsys)
     assert "| overall | 81 | 80.0 |" in text
     assert "## 2b. Judge calibration" in text and "| playbook | anthropic/claude-sonnet-4-6 | judge-playbook-v1 | gold |" in text
     assert "$" in text.split("## 7. Costs")[1]
+
+
+def facts(text: str) -> list[str]:
+    """The lines of the run facts table."""
+    section = text.split("## Run facts", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("|")]
+
+
+def test_the_run_facts_have_a_header_and_each_system_option_on_its_own_row(reported_run):
+    """No empty header row, no settings dumped as one line of JSON; the system's own options labelled as its own,
+    apart from what the kit asked of it (a system's "top_k" is not the kit's)."""
+    text = (reported_run.path / "report.md").read_text()
+    lines = facts(text)
+    assert lines[0] == "| fact | value |" and lines[1] == "|---|---|"
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+    assert all(len(c) == 2 and c[0] and c[1] for c in cells), [c for c in cells if len(c) != 2 or not all(c)]
+    assert not any(value.startswith("{") for _, value in cells)  # no JSON dump of the settings
+    settings = reported_run.manifest()["worker"]["settings"]
+    own = {k: v for k, v in cells if k.startswith("system option ")}
+    from locomo_kit.worker.identity import PLACEMENT_SETTINGS
+
+    shown = {k: v for k, v in settings.items() if k not in PLACEMENT_SETTINGS}
+    assert len(own) == len(shown) > 5
+    for k in shown:
+        assert f"system option `{k}` (memworker's own)" in own
+    kit = dict(c for c in cells if c[0].startswith("kit retrieval: "))
+    assert kit["kit retrieval: context budget"] == "1,000 tokens"
+    assert kit["kit retrieval: top_k"] == "at most 100 memories asked for, cut to the context budget"
+    assert not any(k == "top_k" for k, _ in cells)
+
+
+def test_the_notebooks_overview_has_evidence_recall_and_the_reports_path(reported_run):
+    from locomo_kit.reports import category_table, report_lines, summarize_run
+
+    s = summarize_run(reported_run)
+    table = category_table(s).set_index("category")
+    overall = next(d for d in s["diagnostics"] if d["category"] == "overall")
+    assert table.loc["overall", "evidence recall %"] == pytest.approx(overall["recall_all"])
+    assert table.loc["overall", "official F1 %"] == pytest.approx(s["locomo_f1"][-1]["mean"])
+    assert list(table.index) == [1, 2, 3, 4, "overall"] and table.loc[1, "n"] == 32
+    report = reported_run.path / "report.md"
+    assert report_lines(report) == [f"report: {report}",
+                                    f"html:   {reported_run.path / 'report.html'} (with the question explorer)"]

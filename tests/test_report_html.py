@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from locomo_kit.llm import ScriptedLLM
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.pipeline.stages import load, run_judge, run_report
+from locomo_kit.reports import questions
 from locomo_kit.reports.comparison import compare, write_comparison
 from locomo_kit.reports.html import Rendered, render_markdown, render_page
-from locomo_kit.reports.questions import question_rows
 from locomo_kit.runs import RunFolder
+from locomo_kit.settings import Judge
 
 
 class _Refs(HTMLParser):
@@ -80,7 +82,7 @@ def test_the_explorer_data_is_the_run_folders_records(report_runs, dataset_path)
     run = report_runs.default
     conversations, _ = load("conv-26")
     data = explorer_data((run.path / "report.html").read_text(encoding="utf-8"))
-    assert data == json.loads(json.dumps(question_rows(run, conversations)))
+    assert data == json.loads(json.dumps(questions.explorer_data(run, conversations)))
     rows = data["rows"]
     assert len(rows) == 152 and data["gold_keys"] == ["original", "audited"]
     answers = {(a["sample_id"], a["question_index"]): a for a in map(json.loads, (run.path / "answers.jsonl").open())}
@@ -118,9 +120,9 @@ def test_judge_runs_and_their_explanations_reach_the_explorer(report_runs, tmp_p
     copy = RunFolder("judged", root=tmp_path)
     shutil.copytree(source.path, copy.path)
     reply = iter([json.dumps({"explanation": f"reason {i}", "label": "CORRECT" if i % 3 else "WRONG"}) for i in range(10_000)])
-    run_judge(copy, "mem0", runs=2, llm=ScriptedLLM(lambda s, p: next(reply), model="judge-x"), progress=False,
-              calibration_size=0)
-    run_report(copy, "conv-26")
+    judge = Judge(protocol="mem0", runs=2, calibration_size=0, llm=ScriptedLLM(lambda s, p: next(reply), model="judge-x"))
+    run_judge(copy, judge=judge, calls=CallSettings(progress=False))
+    run_report(copy, sample="conv-26")
     data = explorer_data((copy.path / "report.html").read_text(encoding="utf-8"))
     assert data["judge_protocols"] == ["mem0"]
     row = data["rows"][0]
@@ -182,3 +184,18 @@ def test_the_inline_style_and_script_are_the_files_verbatim(report_runs):
     for name in ("report.css", "explorer.js"):
         text = files("locomo_kit.reports").joinpath("templates", name).read_text(encoding="utf-8")
         assert text.strip() in html, name
+
+
+def test_the_run_facts_table_has_a_header_and_no_settings_dump(report_runs):
+    """The page's run facts: a header row that names its columns, one row per setting of the system (no line of
+    JSON), the kit's retrieval apart from the system's own options."""
+    html = (report_runs.default.path / "report.html").read_text(encoding="utf-8")
+    section = html[html.index('id="run-facts"'):]
+    table = section[section.index("<table>"):section.index("</table>")]
+    assert re.findall(r"<th>(.*?)</th>", table) == ["fact", "value"]
+    rows = re.findall(r"<tr>\s*<td>(.*?)</td>\s*<td>(.*?)</td>\s*</tr>", table, re.S)
+    assert len(rows) > 20 and all(k and v for k, v in rows)
+    assert not any(v.lstrip().startswith(("{", "&quot;")) or "&quot;:" in v for _, v in rows)  # no JSON
+    labels = [k for k, _ in rows]
+    assert sum(k.startswith("system option <code>") and k.endswith("(memworker's own)") for k in labels) > 5
+    assert "kit retrieval: top_k" in labels and "top_k" not in labels

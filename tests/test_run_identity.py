@@ -1,4 +1,4 @@
-"""One run is one configuration, and a run that failed never looks like a result (issue 10).
+"""One run is one configuration, and a run that failed never looks like a result.
 
 Each test is one of the failures a new user met: reports describing another configuration,
 failed stages exiting 0 over an old report, a different Worker on the same URL reusing old
@@ -39,7 +39,7 @@ def test_each_top_k_is_its_own_run_with_its_own_report(capsys):
     assert paths[0] == paths[2] and paths[0] != paths[1]
     for path, k in zip(paths, (4, 8, 4)):
         text = Path(path).read_text()
-        assert f"| top_k | {k} |" in text and f"top_k {k}" in text.split("## Run facts")[0]
+        assert f"| kit retrieval: top_k | {k} |" in text and f"top_k {k}" in text.split("## Run facts")[0]
         manifest = json.loads((Path(path).parent / "manifest.json").read_text())
         assert manifest["config"]["top_k"] == k and manifest["answer"]["top_k"] == k
         answers = [json.loads(l) for l in (Path(path).parent / "answers.jsonl").read_text().splitlines()]
@@ -191,10 +191,12 @@ def test_full_context_without_an_llm_is_a_one_line_error(capsys):
 
 
 def test_library_checks_ranges_too():
-    from locomo_kit.pipeline.stages import run_config
+    from locomo_kit.settings import Judge, Retrieval
 
     with pytest.raises(ValueError, match="top_k must be an integer from 1 to 100"):
-        run_config("conv-30", top_k=0)
+        Retrieval(top_k=0)
+    with pytest.raises(ValueError, match="judge runs must be an integer from 1 to 50"):
+        Judge("anthropic/claude-sonnet-4-6", runs=0)
 
 
 def test_money_is_spent_only_when_asked(monkeypatch, capsys):
@@ -211,9 +213,13 @@ def test_money_is_spent_only_when_asked(monkeypatch, capsys):
         assert main(["answer", "--sample", "conv-30"]) == 0
         assert main(["score", "--sample", "conv-30"]) == 0
     assert script.requests == []
-    assert inspect.signature(pipeline.run_answer).parameters["answer_model"].default == "extractive"
-    assert inspect.signature(pipeline.run_judge).parameters["judge_model"].default is None
-    assert inspect.signature(pipeline.run_all).parameters["answer_model"].default == "extractive"
+    from locomo_kit.settings import Answerer, Judge
+
+    for stage in (pipeline.run_answer, pipeline.run_all):
+        assert inspect.signature(stage).parameters["answerer"].default is None
+    assert inspect.signature(pipeline.run_all).parameters["judge"].default is None
+    assert inspect.signature(pipeline.run_judge).parameters["judge"].default is None
+    assert Answerer().model == "extractive" and Judge().model is None and not Judge().active
 
 
 def test_where_a_worker_runs_is_not_part_of_its_identity():
@@ -229,10 +235,10 @@ def test_where_a_worker_runs_is_not_part_of_its_identity():
 
 
 def test_memories_formed_by_another_worker_version_are_not_reused(capsys):
-    from locomo_kit.runs import default_ingest_id, ingestion_folder
+    from locomo_kit.systems.runner import resolve_system
 
     assert main(["ingest", "--sample", "conv-30"]) == 0
-    folder = ingestion_folder(default_ingest_id("conv-30", "transcript", "embedded"))
+    folder = resolve_system().ingestion("conv-30")
     manifest_path = folder.path / "manifest.json"
 
     def record(**changes):  # what the ingestion says about the Worker that formed its memories

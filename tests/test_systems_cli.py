@@ -29,6 +29,9 @@ def test_bm25_run_names_the_system_and_reuses_its_index(capsys, tmp_path):
     out = capsys.readouterr().out
     report = report_of(out)
     assert report.parent.name.startswith("conv-30-bm25-0.3.16-extractive-b1000-")
+    # the console names what bm25 stores (turns), and no Worker's queue or index wait
+    assert "turns stored per session: min" in out
+    assert "observations" not in out and "read-your-writes" not in out
     text = report.read_text()
     head = text.split("## 1.")[0]
     assert "bm25 0.3.16, extractive, context budget 1,000 tokens" in head
@@ -123,7 +126,7 @@ def test_an_ingestion_is_reused_only_while_the_system_holds_it(tmp_path, capsys)
     _, again = lk.ingest("conv-30", system="bm25")
     assert len(again.ingested) == 19 and "holds none of conv-30's 369 memories" in again.notes[0]
     # another setting is another ingestion (its own folder), never the first one's memories
-    tuned, other = lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2})
+    tuned, other = lk.ingest("conv-30", system=lk.SystemSpec("bm25", options={"k1": 1.2}))
     assert tuned.path != folder.path and len(other.ingested) == 19
     assert lk.ingest("conv-30", system="bm25")[1].skipped == 19
     # a store formed with other settings than recorded is refused, saying how to start again
@@ -153,21 +156,20 @@ def test_dense_run_names_the_system_and_stores_its_vectors(capsys, tmp_path):
 def test_system_settings_name_their_own_run():
     import locomo_kit as lk
 
-    default = lk.run_config("conv-30", system="bm25", top_k=100, context_budget=1000)
-    tuned = lk.run_config("conv-30", system="bm25", top_k=100, context_budget=1000, system_options={"k1": 1.2})
+    default = lk.run_config("conv-30", system="bm25")
+    tuned = lk.run_config("conv-30", system=lk.SystemSpec("bm25", options={"k1": 1.2}))
     assert default.run_id() != tuned.run_id() and "k1" in tuned.label()
-    folder, _ = lk.ingest("conv-30", system="bm25", system_options={"k1": 1.2}, ingest_id="bm25-k1")
-    run, summary = lk.answer("conv-30", system="bm25", top_k=100, context_budget=1000, system_options={"k1": 1.2},
-                             ingest_id="bm25-k1")
+    spec = lk.SystemSpec("bm25", options={"k1": 1.2}, ingest_id="bm25-k1")
+    folder, _ = lk.ingest("conv-30", system=spec)
+    run, summary = lk.answer("conv-30", system=spec)
     assert summary.outcome.ok and run.run_id == tuned.run_id()
     assert run.manifest()["system"]["settings"]["k1"] == 1.2
     for text in ("k1=1.2", '{"k1": 1.2}', " k1 = 1.2 "):  # as `papermill -p system_options …` passes it
-        assert lk.run_config("conv-30", system="bm25", top_k=100, context_budget=1000,
-                             system_options=text).run_id() == tuned.run_id()
+        assert lk.run_config("conv-30", system=lk.SystemSpec("bm25", options=text)).run_id() == tuned.run_id()
     with pytest.raises(ValueError, match="not a JSON object"):
-        lk.run_config("conv-30", system="bm25", system_options="{k1: 1.2")
+        lk.run_config("conv-30", system=lk.SystemSpec("bm25", options="{k1: 1.2"))
     with pytest.raises(ValueError, match="takes NAME=VALUE"):
-        lk.run_config("conv-30", system="bm25", system_options="k1")
+        lk.run_config("conv-30", system=lk.SystemSpec("bm25", options="k1"))
 
 
 def test_the_notebooks_take_the_system_options(tmp_path):
@@ -179,7 +181,7 @@ def test_the_notebooks_take_the_system_options(tmp_path):
     notebooks = Path(__file__).resolve().parents[1] / "notebooks"
     papermill.execute_notebook(str(notebooks / "03_qa.ipynb"), str(out), kernel_name="python3", progress_bar=False,
                                cwd=str(notebooks), parameters={"sample": "conv-30", "system": "bm25", "system_options": {"k1": 1.2}})
-    tuned = lk.run_config("conv-30", system="bm25", top_k=100, context_budget=1000, system_options={"k1": 1.2})
+    tuned = lk.run_config("conv-30", system=lk.SystemSpec("bm25", options={"k1": 1.2}))
     run = lk.RunFolder(tuned.run_id())
     assert run.exists() and run.manifest()["config"]["system_options"] == {"k1": 1.2}
     assert run.manifest()["system"]["settings"]["k1"] == 1.2

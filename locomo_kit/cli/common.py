@@ -14,9 +14,10 @@ from locomo_kit.llm import DEFAULT_ANSWER_MODEL, DEFAULT_JUDGE_MODEL, resolve_au
 from locomo_kit.llm.execute import CallSettings
 from locomo_kit.outcome import first_error
 from locomo_kit.pipeline.budgets import parse_budgets
-from locomo_kit.pipeline.stages import PipelineResult, resolve_run, retrieval, run_all, run_config, strategy_key
+from locomo_kit.pipeline.stages import PipelineResult, resolve_run, run_all, run_config
 from locomo_kit.reports.pending import pending_calls
 from locomo_kit.runs import RunFolder, known_runs, run_problems, slug
+from locomo_kit.settings import Answerer, Judge, Retrieval, SystemSpec
 from locomo_kit.systems.options import parse_pairs
 
 
@@ -112,27 +113,60 @@ def system_options(args: argparse.Namespace) -> dict[str, str] | None:
     return parse_pairs(getattr(args, "system_option", None) or []) or None
 
 
-def retrieval_options(args: argparse.Namespace) -> tuple[int, int | None]:
-    """(top_k, context_budget): a budget of 1,000 tokens by default, ``--top-k`` alone means top-k."""
-    if args.context_budget is not None and args.context_budget < 1:
+def system_spec(args: argparse.Namespace) -> SystemSpec:
+    """The memory system the options name: ``--system``, ``--system-option``, ``--worker-url``, ``--mode``,
+    ``--ingest-id`` and the Worker's timings."""
+    return SystemSpec(name=getattr(args, "system", None), options=system_options(args), worker_url=args.worker_url,
+                      mode=args.mode, ingest_id=getattr(args, "ingest_id", None),
+                      session_timeout=getattr(args, "session_timeout", 180.0),
+                      poll_interval=getattr(args, "poll_interval", 3.0),
+                      consistency_timeout=getattr(args, "consistency_timeout", 1200.0))
+
+
+def retrieval_options(args: argparse.Namespace, budget: int | None = None) -> Retrieval:
+    """``--context-budget`` (or ``budget``: one of its list) and ``--top-k``, ``--query-strategy``: a budget of 1,000
+    tokens by default, ``--top-k`` alone means top-k."""
+    budget = budget if budget is not None else args.context_budget
+    if budget is not None and budget < 1:
         raise CliError("--context-budget must be a positive number of tokens")
     if args.top_k is not None and args.top_k < 1:
         raise CliError("--top-k must be at least 1")
-    return retrieval(args.top_k, args.context_budget)
+    try:
+        return Retrieval(context_budget=budget, top_k=args.top_k,
+                         query_strategy=getattr(args, "query_strategy", "question"))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def answerer_options(args: argparse.Namespace, model: str | None = None) -> Answerer:
+    """The answerer the options name: ``--answer-model`` (or ``model``, e.g. what ``--paid`` chose), its server,
+    ``--source``, ``--include-adversarial``, ``--limit``, ``--timeout``."""
+    return Answerer(model=model or args.answer_model, base_url=getattr(args, "answer_base_url", None),
+                    source=getattr(args, "source", "memory"),
+                    include_adversarial=getattr(args, "include_adversarial", False),
+                    limit=getattr(args, "limit", None), timeout=getattr(args, "timeout", None))
+
+
+def judge_options(args: argparse.Namespace, model: str | None = None) -> Judge:
+    """The judge the options name: ``--judge-model`` (or ``model``), ``--judge-protocol``, ``--judge-runs``,
+    ``--judge-base-url``, ``--calibration-size``, ``--timeout``."""
+    return Judge(model=model if model is not None else args.judge_model, protocol=args.judge_protocol or "playbook",
+                 runs=args.judge_runs, base_url=args.judge_base_url, calibration_size=args.calibration_size,
+                 timeout=getattr(args, "timeout", None))
 
 
 def run_one(args: argparse.Namespace, budget: int | None, answer_model: str, judge_model: str | None) -> PipelineResult:
     """One configuration through the whole pipeline (``budget``: this run's context budget, or None)."""
-    top_k, budget = retrieval_options(argparse.Namespace(top_k=args.top_k, context_budget=budget))
-    return run_all(sample=args.sample, worker_url=args.worker_url, mode=args.mode, run_id=args.run_id,
-                   answer_model=answer_model, judge_model=judge_model,
-                   judge_protocol=args.judge_protocol or "playbook", judge_runs=args.judge_runs, top_k=top_k,
-                   llm_base_url=args.answer_base_url, calibration_size=args.calibration_size,
-                   judge_base_url=args.judge_base_url, calls=call_settings(args), timeout=args.timeout,
-                   context_budget=budget, query_strategy=args.query_strategy,
-                   consistency_timeout=args.consistency_timeout, session_timeout=args.session_timeout,
-                   ingest_id=args.ingest_id, system=args.system, system_options=system_options(args),
-                   source=args.source, limit=args.limit)
+    return run_all(args.sample, system=system_spec(args), retrieval=retrieval_options(args, budget),
+                   answerer=answerer_options(args, answer_model), judge=judge_options(args, judge_model),
+                   run_id=args.run_id, calls=call_settings(args))
+
+
+def config_run(args: argparse.Namespace, budget: int | None = None, answer_model: str | None = None) -> RunFolder:
+    """The run folder the options name (``budget``: one of ``--context-budget``'s list), as :func:`run_one` makes it."""
+    config = run_config(args.sample, system=system_spec(args), retrieval=retrieval_options(args, budget),
+                        answerer=answerer_options(args, answer_model))
+    return resolve_run(config, run_id=getattr(args, "run_id", None))
 
 
 def print_run(result: PipelineResult) -> int:
@@ -164,14 +198,9 @@ def existing_run(args: argparse.Namespace) -> RunFolder:
             known = known_runs()
             raise CliError(f"No run at {run.path}." + (f" Known runs: {', '.join(known[:12])}" if known else ""))
         return run
-    top_k, budget = retrieval_options(args)
-    config = run_config(sample=args.sample, worker_url=args.worker_url, mode=args.mode, answer_model=args.answer_model,
-                        top_k=top_k, source=getattr(args, "source", "memory"),
-                        include_adversarial=getattr(args, "include_adversarial", False), system=args.system,
-                        system_options=system_options(args),
-                        context_budget=budget, query_strategy=strategy_key(args.query_strategy),
-                        limit=getattr(args, "limit", None))
-    run = resolve_run(config, args.run_id)
+    config = run_config(args.sample, system=system_spec(args), retrieval=retrieval_options(args),
+                        answerer=answerer_options(args))
+    run = resolve_run(config, run_id=args.run_id)
     if not run.exists():
         others = known_runs(f"{slug(args.sample)}-")
         hint = f" Runs for {args.sample}: {', '.join(others[:8])} (select one with --run-id)." if others else ""

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from locomo_kit.cli.common import CliError
-from locomo_kit.data_fetch import DataFetchError, default_audit_path, fetch_audit, fetch_dataset, sha256_file
+from locomo_kit.data_fetch import (
+    AUDIT_SHA256,
+    LOCOMO_SHA256,
+    DataFetchError,
+    default_audit_path,
+    fetch_audit,
+    fetch_dataset,
+    kept_note,
+    sha256_file,
+)
 from locomo_kit.paths import default_dataset_path
 
 
@@ -21,23 +31,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     fetch.add_argument("--source", help="path or URL (default: $LOCOMO_SOURCE, else the upstream URL)")
     fetch.add_argument("--audit-source", help="path or URL of the audit's errors.json (default: $LOCOMO_AUDIT_SOURCE, "
-                       "else a copy beside a local LOCOMO_SOURCE or in ../shared/data, else the pinned URL)")
+                       "else a copy beside a local LOCOMO_SOURCE, else the pinned URL)")
     fetch.add_argument("--force", action="store_true", help="replace an existing file")
     fetch.set_defaults(func=handle_fetch)
 
 
 def handle_fetch(args: argparse.Namespace) -> int:
-    kept = {option: path for option, given, path in (("--source", args.source, default_dataset_path()),
-                                                     ("--audit-source", args.audit_source, default_audit_path()))
-            if given and path.exists() and not args.force}  # a verified copy is kept: the source goes unread
+    # a verified copy is kept and its source goes unused: said for a source given by option or by variable
+    given = ((args.source and "--source", args.source or os.environ.get("LOCOMO_SOURCE"), "LOCOMO_SOURCE",
+              default_dataset_path(), LOCOMO_SHA256),
+             (args.audit_source and "--audit-source", args.audit_source or os.environ.get("LOCOMO_AUDIT_SOURCE"),
+              "LOCOMO_AUDIT_SOURCE", default_audit_path(), AUDIT_SHA256))
+    kept = [(option or variable, source, path, sha) for option, source, variable, path, sha in given
+            if source and path.exists() and not args.force]
     try:
         path = fetch_dataset(source=args.source, force=args.force)
         print(f"{path} ok (sha256 {sha256_file(path)})")
         audit = fetch_audit(source=args.audit_source, force=args.force)
         print(f"{audit} ok (sha256 {sha256_file(audit)})")
-        for option, kept_path in kept.items():
-            print(f"note: {kept_path} was already there and verified, so {option} was not read "
-                  "(add --force to copy it again)")
+        for origin, source, kept_path, sha in kept:
+            print(kept_note(kept_path, source, sha, origin))
     except DataFetchError as exc:
         raise CliError(str(exc)) from None
     return 0

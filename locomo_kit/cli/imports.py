@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from locomo_kit.cli.common import CliError, call_settings, finish
+from locomo_kit.cli.common import CliError, call_settings, finish, judge_options
+from locomo_kit.cli.judges import add_verdict_options, apply_verdicts, verdict_sets
 from locomo_kit.cli.options import add_call_options, add_judge_options
 from locomo_kit.data_fetch import DataFetchError
 from locomo_kit.imported.catalogue import entries, fetch_entry
@@ -56,6 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", help="path to locomo10.json (default data/locomo10.json)")
     p.add_argument("--force", action="store_true", help="fetch a catalogue entry's files again")
     add_judge_options(p)
+    add_verdict_options(p)
     add_call_options(p)
     p.set_defaults(func=_cmd_import)
 
@@ -89,6 +92,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         raise CliError("name a file to import (or several, one per conversation), or a catalogue entry (--list)")
     if args.judge_protocol and not args.judge_model:
         raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model")
+    verdict_sets(args)  # the sets' names are checked before anything is imported
     catalogue, preset, claim, scope, where = None, args.preset, args.claim, None, None
     system, answerer, judge = args.system, args.answerer, args.source_judge
     try:
@@ -133,14 +137,13 @@ def _cmd_import(args: argparse.Namespace) -> int:
               f"index {item['index']}): {item['question'] or '–'}")
     if len(result.listed) > 10:
         print(f"  … and {len(result.listed) - 10} more, all in {run.path / 'import.json'}")
-    run_score(run, "all", args.dataset)
+    run_score(run, sample="all", dataset_path=args.dataset)
+    apply_verdicts(args, run, dataset_path=args.dataset)
     status = 0
     if args.judge_model:
-        run_judge(run, args.judge_protocol or "playbook", args.judge_model, args.judge_runs, args.judge_base_url,
-                  gold="both", calibration_size=args.calibration_size, dataset_path=args.dataset,
-                  calls=call_settings(args), timeout=args.timeout)
+        run_judge(run, judge=judge_options(args), gold="both", calls=call_settings(args), dataset_path=args.dataset)
         status = finish([], run)
-    report, _, summary = run_report(run, "all", args.dataset)
+    report, _, summary = run_report(run, sample="all", dataset_path=args.dataset)
     f1 = next(r for r in summary["locomo_f1"] if r["category"] == "overall")
     print(f"official F1 {f1['mean']:.1f}% over {summary['questions']} matched questions (answered elsewhere)")
     print(f"report:  {report}")
@@ -152,9 +155,8 @@ def _cmd_judge_bank(args: argparse.Namespace) -> int:
     if not args.judge_model:
         raise CliError("judge-bank needs --judge-model (anthropic/<model>, openai/<model> with --judge-base-url)")
     try:
-        result = run_judge_bank(args.judge_model, args.judge_protocol or "mem0", bank=args.bank, runs=args.judge_runs,
-                                base_url=args.judge_base_url, out=args.out, calls=call_settings(args),
-                                timeout=args.timeout)
+        judge = replace(judge_options(args), protocol=args.judge_protocol or "mem0")
+        result = run_judge_bank(judge, bank=args.bank, out=args.out, calls=call_settings(args))
     except (JudgeBankError, DataFetchError) as exc:
         raise CliError(str(exc)) from None
     for line in result["console"]:

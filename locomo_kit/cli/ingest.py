@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import argparse
 
-from locomo_kit.cli.common import finish, positive_float, print_partial, system_options
+from locomo_kit.cli.common import finish, positive_float, print_partial, system_spec
 from locomo_kit.cli.options import add_consistency_option, add_session_timeout_option, add_worker_options
 from locomo_kit.ingestion.summary import ingest_outcome, print_summary
 from locomo_kit.pipeline.stages import load, run_ingest
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    ing = sub.add_parser("ingest", help="ingest conversations into a Worker (resumable)",
-                         description="Ingest LoCoMo conversations into a Worker over the claude-mem API. "
+    ing = sub.add_parser("ingest", help="ingest conversations into a memory system (resumable)",
+                         description="Ingest LoCoMo conversations into the memory system (--system; a Worker over "
+                         "the claude-mem API). "
                          "Resumable: a rerun skips sessions already ingested.")
     add_worker_options(ing, run_id=False)
-    ing.add_argument("--force", action="store_true", help="forget the project in the Worker and ingest again")
+    ing.add_argument("--force", action="store_true", help="forget the conversations in the memory system and ingest again")
     add_session_timeout_option(ing)
     ing.add_argument("--poll-interval", type=positive_float, default=3.0, help="longest pause between queue polls (3 s)")
     add_consistency_option(ing)
@@ -23,12 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    conversations, _ = load(sample=args.sample)
+    conversations, _ = load(args.sample)
     print_partial(conversations)
-    folder, summary = run_ingest(sample=args.sample, worker_url=args.worker_url, mode=args.mode,
-                                 ingest_id=args.ingest_id, force=args.force, session_timeout=args.session_timeout,
-                                 poll_interval=args.poll_interval, consistency_timeout=args.consistency_timeout,
-                                 system=args.system, system_options=system_options(args))
+    folder, summary = run_ingest(args.sample, system=system_spec(args), force=args.force)
     for note in getattr(summary, "notes", []):
         print(note)
     print_summary(summary)

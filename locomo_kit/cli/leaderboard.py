@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from locomo_kit.cli.common import CliError, call_settings, pct, say_auto
+from locomo_kit.cli.common import (
+    CliError,
+    answerer_options,
+    call_settings,
+    judge_options,
+    pct,
+    retrieval_options,
+    say_auto,
+)
 from locomo_kit.cli.options import add_answer_options, add_call_options, add_judge_options, add_sessions_option
 from locomo_kit.pipeline.leaderboard import DEFAULT_SYSTEMS, LeaderboardError, run_leaderboard
 
@@ -41,13 +49,11 @@ def handle(args: argparse.Namespace) -> int:
     say_auto("answer", args.answer_model)
     say_auto("judge", args.judge_model)
     try:
-        result = run_leaderboard(args.systems, sample=args.sample, budgets=args.context_budget,
-                                 answer_model=args.answer_model, judge_model=args.judge_model,
-                                 judge_protocol=args.judge_protocol or "playbook", top_k=args.top_k, out=args.out,
-                                 judge_runs=args.judge_runs, llm_base_url=args.answer_base_url,
-                                 judge_base_url=args.judge_base_url, calibration_size=args.calibration_size,
-                                 calls=call_settings(args), timeout=args.timeout, limit=args.limit,
-                                 imported=[r for r in args.imported.split(",") if r.strip()])
+        result = run_leaderboard(args.systems, sample=args.sample,
+                                 budgets=[retrieval_options(args, b) for b in args.context_budget or [None]],
+                                 answerer=answerer_options(args), judge=judge_options(args),
+                                 imported=[r for r in args.imported.split(",") if r.strip()], out=args.out,
+                                 calls=call_settings(args))
     except LeaderboardError as exc:
         raise CliError(str(exc)) from None
     for r in result.rows:

@@ -16,6 +16,7 @@ from locomo_kit.cli import (
     export,
     imports,
     ingest,
+    judges,
     leaderboard,
     report,
     run,
@@ -28,7 +29,7 @@ from locomo_kit.cli.common import CliError
 from locomo_kit.dataset import DatasetError, with_sessions
 from locomo_kit.worker.client import WorkerError
 
-COMMANDS = (data, stats, systems, ingest, verify, answer, score, report, export, run, compare, leaderboard, imports)
+COMMANDS = (data, stats, systems, ingest, verify, answer, score, report, export, run, compare, leaderboard, imports, judges)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,7 +7,7 @@ import os
 
 from locomo_kit.cli.common import budget_list, int_in, positive_float
 from locomo_kit.llm.execute import DEFAULT_CONCURRENCY
-from locomo_kit.pipeline.stages import BUDGET_LIMIT, DEFAULT_CONTEXT_BUDGET
+from locomo_kit.settings import BUDGET_LIMIT, DEFAULT_CONTEXT_BUDGET
 
 
 def add_answer_options(p: argparse.ArgumentParser, default_model: str = "extractive", server: bool = True,

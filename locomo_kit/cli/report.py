@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    report, figures, _ = run_report(run=existing_run(args), sample=args.sample)
+    report, figures, _ = run_report(existing_run(args), sample=args.sample)
     print(f"report:  {report}")
     print(f"html:    {report.with_suffix('.html')} (with the question explorer)")
     print(f"figures: {report.parent / 'figures'} ({len(figures)} PNG)")

@@ -8,15 +8,14 @@ from pathlib import Path
 
 from locomo_kit.cli.common import (
     CliError,
+    config_run,
     finish,
     ingest_status,
     paid_models,
     pct,
     print_run,
-    retrieval_options,
     run_one,
     say_auto,
-    system_options,
 )
 from locomo_kit.cli.options import (
     add_answer_options,
@@ -28,9 +27,9 @@ from locomo_kit.cli.options import (
     add_worker_options,
 )
 from locomo_kit.paths import outputs_dir
-from locomo_kit.pipeline.budgets import curve_points, run_budgets, write_curve
-from locomo_kit.pipeline.stages import resolve_run, run_config, strategy_key
-from locomo_kit.runs import RunFolder, slug, worker_slug
+from locomo_kit.pipeline.budgets import run_budgets
+from locomo_kit.reports.curve import curve_points, write_curve
+from locomo_kit.runs import slug, worker_slug
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -68,20 +67,10 @@ def run_budget_list(args: argparse.Namespace, budgets: list[int], answer_model: 
     if args.run_id:
         raise CliError("--run-id names one run; with several context budgets each budget's run is named by its "
                        "configuration: leave --run-id out")
-    if args.top_k is not None and args.top_k < 1:
-        raise CliError("--top-k must be at least 1")
-
-    def config_run(budget: int) -> RunFolder:
-        top_k, b = retrieval_options(argparse.Namespace(top_k=args.top_k, context_budget=budget))
-        return resolve_run(run_config(sample=args.sample, worker_url=args.worker_url, mode=args.mode,
-                                      answer_model=answer_model, top_k=top_k, source=getattr(args, "source", "memory"),
-                                      system=getattr(args, "system", None), system_options=system_options(args),
-                                      context_budget=b,
-                                      query_strategy=strategy_key(args.query_strategy)))
-
     protocol = (args.judge_protocol or "playbook") if judge_model else None
-    done = run_budgets(budgets=budgets, run_one=lambda b: run_one(args, budget=b, answer_model=answer_model, judge_model=judge_model),
-                       config_run=config_run, judge_protocol=protocol, sample=args.sample)
+    done = run_budgets(budgets, run_one=lambda b: run_one(args, budget=b, answer_model=answer_model, judge_model=judge_model),
+                       config_run=lambda b: config_run(args, budget=b, answer_model=answer_model),
+                       judge_protocol=protocol, sample=args.sample)
     codes = []
     for item in done:
         if item.result is not None:

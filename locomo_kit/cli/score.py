@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from locomo_kit.cli.common import CliError, call_settings, existing_run, finish, say_auto
+from locomo_kit.cli.common import CliError, call_settings, existing_run, finish, judge_options, say_auto
 from locomo_kit.cli.options import (
     add_answer_options,
     add_call_options,
@@ -26,7 +26,7 @@ LLM_BASE_URL = ("--llm-base-url names the answerer's server (answer, run); score
 def add_parser(sub: argparse._SubParsersAction) -> None:
     sc = sub.add_parser("score", help="score saved answers (F1s, diagnostics) and optionally judge them",
                         description="Score a run's saved answers: official LoCoMo F1, Mem0 F1 and BLEU-1, retrieval "
-                        "diagnostics; with --judge-model also LLM-as-a-Judge. Never queries the Worker.")
+                        "diagnostics; with --judge-model also LLM-as-a-Judge. Never queries the memory system.")
     add_worker_options(sc)
     add_answer_options(sc, server=False)
     add_source_options(sc)
@@ -45,7 +45,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.judge_protocol and not args.judge_model:
         raise CliError(f"--judge-protocol {args.judge_protocol} needs --judge-model (e.g. anthropic/claude-sonnet-4-6)")
     run = existing_run(args)
-    key = run_score(run, args.sample, gold=args.gold)[0].config_key
+    key = run_score(run, sample=args.sample, gold=args.gold)[0].config_key
     for gold_key in keys_for(args.gold):
         print(f"gold key: {gold_key}")
         scores = load_scores(run, key, gold_key)
@@ -56,9 +56,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.judge_model:
         protocol = args.judge_protocol or "playbook"
         say_auto("judge", args.judge_model)
-        run_judge(run, protocol=protocol, judge_model=args.judge_model, runs=args.judge_runs,
-                  llm_base_url=args.judge_base_url, gold=args.gold, calibration_size=args.calibration_size,
-                  calls=call_settings(args), timeout=args.timeout)
+        run_judge(run, judge=judge_options(args), gold=args.gold, calls=call_settings(args))
         record = run.manifest().get("judge", {}).get(protocol, {}).get("outcome")
         if record:
             outcomes.append(Outcome(**{k: v for k, v in record.items() if k not in ("ok", "not_attempted")}))

@@ -8,8 +8,9 @@ import importlib.util
 
 from locomo_kit.cli.common import int_in, system_options
 from locomo_kit.pipeline.check import check_system
+from locomo_kit.settings import SystemSpec
 from locomo_kit.systems.base import MissingDependency
-from locomo_kit.systems.registry import family_members, is_worker, names, resolve, spec
+from locomo_kit.systems.registry import family_members, names, resolve, spec
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -38,8 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle_check(args: argparse.Namespace) -> int:
-    check = check_system(args.system, sample=args.sample, sessions=args.check_sessions, options=system_options(args),
-                         log=print)
+    check = check_system(SystemSpec(name=args.system, options=system_options(args)), sample=args.sample,
+                         sessions=args.check_sessions, log=print)
     return 0 if check.ok else 1
 
 
@@ -59,7 +60,7 @@ def describe(name: str) -> list[str]:
         lines.append(f"  ready: installed on first use ({s.pip or ', '.join(missing)})")
         return lines
     lines.append(f"  ready: {cls.readiness()}")
-    if is_worker(name):
+    if cls.worker_records:  # a claude-mem Worker API: configured by its URL and mode
         lines.append("  options: --worker-url, --mode, --session-timeout (a Worker's own settings are its configuration)")
         return lines
     if not cls.system_options:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from locomo_kit.cli.common import system_options
+from locomo_kit.cli.common import system_spec
 from locomo_kit.cli.options import add_query_strategy_option, add_worker_options
 from locomo_kit.ingestion.verify import verify_system
 from locomo_kit.pipeline.stages import load
-from locomo_kit.systems.registry import system_name
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +21,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    conversations, _ = load(sample=args.sample)
-    return verify_system(name=system_name(args.system, args.worker_url), conversations=conversations,
-                         ingest_id=args.ingest_id, options=system_options(args), sample=args.sample,
-                         query_strategy=args.query_strategy, worker_url=args.worker_url, mode=args.mode)
+    conversations, _ = load(args.sample)
+    return verify_system(system_spec(args), conversations=conversations, sample=args.sample,
+                         query_strategy=args.query_strategy)

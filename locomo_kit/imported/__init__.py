@@ -1,1 +1,1 @@
-"""Per-question outputs produced by other harnesses, imported and re-scored on the kit's footing (issue 29)."""
+"""Per-question outputs produced by other harnesses, imported and re-scored on the kit's footing."""

@@ -1,9 +1,8 @@
 """The published outputs the kit knows (``catalogue.json``), fetched pinned by sha256 like the dataset.
 
 ``fetch_entry("memobase-0.0.37")`` places the entry's files under ``data/published/<folder>/``:
-copied from ``$LOCOMO_PUBLISHED_SOURCE`` (a folder laid out as ``<folder>/<file>``), else from
-``../shared/data/published`` beside the checkout (the developers' and CI's layout), else downloaded
-from the source repository at the pinned commit; the sha256 is checked either way
+copied from ``$LOCOMO_PUBLISHED_SOURCE`` (a folder laid out as ``<folder>/<file>``) when it is set,
+else downloaded from the source repository at the pinned commit; the sha256 is checked either way
 (:func:`locomo_kit.data_fetch.fetch_pinned_file`). None of these files is ever committed.
 """
 
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from locomo_kit.data_fetch import DataFetchError, fetch_pinned_file
-from locomo_kit.paths import PROJECT_ROOT, data_dir
+from locomo_kit.paths import data_dir
 
 CATALOGUE_FILE = Path(__file__).with_name("catalogue.json")
 SOURCE_ENV = "LOCOMO_PUBLISHED_SOURCE"
@@ -79,11 +78,9 @@ def entry(name: str) -> Entry:
 
 
 def local_source() -> Path | None:
-    """``$LOCOMO_PUBLISHED_SOURCE``, else ``../shared/data/published`` beside the checkout when present."""
-    if os.environ.get(SOURCE_ENV):
-        return Path(os.environ[SOURCE_ENV]).expanduser()
-    shared = PROJECT_ROOT.parent / "shared" / "data" / "published"
-    return shared if shared.is_dir() else None
+    """``$LOCOMO_PUBLISHED_SOURCE`` when set (else the files are downloaded)."""
+    source = os.environ.get(SOURCE_ENV)
+    return Path(source).expanduser() if source else None
 
 
 def published_dir() -> Path:
@@ -92,9 +89,15 @@ def published_dir() -> Path:
 
 def fetch_file(e: Entry, f: PinnedFile, force: bool = False) -> Path:
     local = local_source()
-    source = str(local / e.data["folder"] / f.name) if local else e.url(f)
-    return fetch_pinned_file(published_dir() / e.data["folder"] / f.name, source, f.sha256, env_var=SOURCE_ENV,
-                             name=f"{e.data['folder']}/{f.name}", what=f"{e.name} file {f.name}", force=force)
+    name = f"{e.data['folder']}/{f.name}"
+    source = str(local / name) if local else e.url(f)
+    try:
+        return fetch_pinned_file(published_dir() / name, source, f.sha256, env_var=SOURCE_ENV, name=name,
+                                 what=f"{e.name} file {f.name}", force=force)
+    except DataFetchError as exc:
+        if local:
+            raise
+        raise DataFetchError(f"{exc} ({SOURCE_ENV} names a folder that holds {name}, not the file itself)") from None
 
 
 def fetch_entry(name: str, force: bool = False) -> tuple[Entry, list[Path], dict[str, Path]]:

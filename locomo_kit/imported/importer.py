@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from locomo_kit.dataset import Conversation, load_dataset
 from locomo_kit.imported.formats import ImportFormatError, Mapping, read_records
 from locomo_kit.imported.identity import IMPORT_FILE, IMPORTED_SOURCE, SOURCE_PROTOCOL
 from locomo_kit.imported.matching import NORMALISATION, Match, match_records, reason_counts
-from locomo_kit.paths import default_dataset_path
+from locomo_kit.paths import default_dataset_path, write_atomic
 from locomo_kit.qa.answering import AnswerRecord
 from locomo_kit.runs import RunFolder, slug, utc_now
 from locomo_kit.runs.records import ANSWERS_FILE, JUDGEMENTS_FILE
@@ -196,11 +195,4 @@ def _judgement(m: Match, key: str, label: str, system: str) -> Judgement:
 
 def _rewrite(run: RunFolder, name: str, rows: list[dict]) -> None:
     run.create()
-    path = run.path / name
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, default=str, ensure_ascii=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_atomic(run.path / name, (json.dumps(r, default=str, ensure_ascii=False) + "\n" for r in rows), fsync=True)

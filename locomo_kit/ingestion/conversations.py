@@ -90,7 +90,8 @@ def ingest_conversation(system: MemorySystem, conv: Conversation, folder: RunFol
         if aborted:
             break
     bar.close()
-    return IngestSummary(results, skipped=len(done), aborted=aborted, not_attempted=len(todo) - len(results))
+    return IngestSummary(results, skipped=len(done), aborted=aborted, not_attempted=len(todo) - len(results),
+                         noun=system.stored_noun)
 
 
 def ingest_conversations(system: MemorySystem, conversations: Iterable[Conversation], folder: RunFolder,
@@ -107,7 +108,7 @@ def ingest_conversations(system: MemorySystem, conversations: Iterable[Conversat
         results += s.results
         skipped += s.skipped
         aborted, not_attempted = s.aborted, not_attempted + s.not_attempted
-    summary = IngestSummary(results, skipped, aborted, not_attempted)
+    summary = IngestSummary(results, skipped, aborted, not_attempted, noun=system.stored_noun)
     if results and not aborted:
         if note := system.settle([c.sample_id for c in conversations]):
             summary.notes.append(note)

@@ -50,6 +50,7 @@ class IngestSummary:
     skipped: int  # sessions already done in an earlier run
     aborted: str | None = None  # why ingestion stopped before the last session
     not_attempted: int = 0  # sessions left out because ingestion stopped
+    noun: str = "observations"  # what the system stores per session, as the lines name it (its stored_noun)
     compression: dict | None = None  # what the compressor kept (locomo_kit.scoring.compression.measure)
     notes: list[str] = field(default_factory=list)  # worth a line, not a failure
     held_check: dict | None = None  # what the system holds against what it acknowledged (ingestion.writes)
@@ -94,7 +95,7 @@ class IngestSummary:
         if self.ingested:
             obs = [r.observations for r in self.ingested]
             secs = [r.seconds for r in self.ingested]
-            out.append(f"observations per session: min {min(obs)}, mean {sum(obs) / len(obs):.1f}, max {max(obs)}; "
+            out.append(f"{self.noun} stored per session: min {min(obs)}, mean {sum(obs) / len(obs):.1f}, max {max(obs)}; "
                        f"seconds per session: mean {sum(secs) / len(secs):.2f}, max {max(secs):.2f}")
         out += summary_lines(self.compression)
         out += check_lines(self.held_check)
@@ -103,9 +104,9 @@ class IngestSummary:
             out.append(f"FAILED {r.content_session_id}: {r.error}")
         zero = self.zero_observation_sessions
         if zero:
-            out.append(f"WARNING: {len(zero)} session(s) produced ZERO observations: "
+            out.append(f"WARNING: {len(zero)} session(s) produced ZERO {self.noun}: "
                        + ", ".join(r.content_session_id for r in zero)
-                       + " (the Worker stored nothing for them: its questions cannot be answered from memory)")
+                       + " (nothing was stored for them: their questions cannot be answered from memory)")
         return out
 
 
@@ -117,7 +118,7 @@ def ingest_outcome(summary: IngestSummary, total: int | None = None) -> Outcome:
         out.problems.append(lost)
     zero = summary.zero_observation_sessions
     if zero:
-        out.notes.append(f"{len(zero)} session(s) produced ZERO observations: "
+        out.notes.append(f"{len(zero)} session(s) produced ZERO {summary.noun}: "
                          + ", ".join(r.content_session_id for r in zero))
     return out
 

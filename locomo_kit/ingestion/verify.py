@@ -14,11 +14,9 @@ from locomo_kit.qa.retrieval import retrieve as retrieve_memories
 from locomo_kit.qa.system_search import SystemSearch, check_query_strategy
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import done_sessions
-from locomo_kit.systems import registry
+from locomo_kit.settings import SystemSpec
 from locomo_kit.systems.base import MemorySystem, declaration
-from locomo_kit.systems.options import checked_options
-from locomo_kit.systems.runner import ingestion_of, observation, open_system, system_settings
-from locomo_kit.worker.connect import EMBEDDED
+from locomo_kit.systems.runner import ResolvedSystem, observation, resolve_system
 
 
 def verify_conversation(system: MemorySystem, conv: Conversation, top: int = 3,
@@ -73,26 +71,25 @@ def held_against_acknowledged(system: MemorySystem, folder: RunFolder, conversat
                      "since its ingestion" + (f", after which it held {then}" if then is not None else ""))
 
 
-def verify_system(name: str, conversations: list[Conversation], ingest_id: str | None = None, top: int = 3,
-                  options: dict[str, Any] | str | None = None, sample: str | None = None,
-                  query_strategy: str = "question", worker_url: str = EMBEDDED, mode: str = "transcript") -> int:
-    """Print what ``name`` holds of each conversation and its probes; 0 when it holds every one and each probe
+def verify_system(system: SystemSpec | ResolvedSystem | str | None, *, conversations: list[Conversation],
+                  sample: str | None = None, top: int = 3, query_strategy: str = "question") -> int:
+    """Print what ``system`` holds of each conversation and its probes; 0 when it holds every one and each probe
     found something, else 1 with the reason on stderr. ``sample``: as the ingestion was named (default: the
-    conversations' ids); ``worker_url`` and ``mode``: a Worker's."""
-    check_query_strategy(name, query_strategy)
-    options = checked_options(name, registry.resolve(name), options) or None
+    conversations' ids)."""
+    resolved = resolve_system(system)
+    check_query_strategy(resolved.name, query_strategy)
     sample = sample or ",".join(c.sample_id for c in conversations)
-    folder = ingestion_of(name, sample, worker_url, mode, ingest_id, options)
-    if not folder.exists() and not (registry.is_worker(name) and worker_url != EMBEDDED):
-        print(f"locomo-kit: error: no ingestion at {folder.path}: ingest first (locomo-kit ingest --sample {sample}"
-              + ("" if registry.is_worker(name) else f" --system {name}") + ")", file=sys.stderr)
+    folder = resolved.ingestion(sample)
+    if not folder.exists() and not resolved.holds_its_ingestion_elsewhere():
+        print(f"locomo-kit: error: no ingestion at {folder.path}: ingest first ({resolved.ingest_command(sample)})",
+              file=sys.stderr)
         return 1
     ok = True
-    with open_system(name, folder, system_settings(name, worker_url, mode, options)) as system:
+    with resolved.open(folder) as opened:
         for conv in conversations:
-            report = verify_conversation(system, conv, top, query_strategy)
+            report = verify_conversation(opened, conv, top, query_strategy)
             print(format_verification(report))
-            if lost := held_against_acknowledged(system, folder, conv.sample_id, report["held"], label=name):
+            if lost := held_against_acknowledged(opened, folder, conv.sample_id, report["held"], label=resolved.name):
                 ok = False
                 print(f"locomo-kit: error: LOST WRITES: {lost}", file=sys.stderr)
             empty = sum(not p["results"] for p in report["probes"])

@@ -55,6 +55,8 @@ class CallSettings:
     max_cost: float | None = None
     confirm: Callable[[str], bool] | None = None  # None: no question asked (library use)
     preflight: bool = True
+    progress: bool | None = None  # progress bars: True/False force them on/off; None: on a terminal, else lines
+    log: Callable[[str], None] = print  # where a stage's console lines go
 
     def pool(self) -> PoolSettings:
         return PoolSettings(concurrency=self.concurrency, rpm=self.rpm, tpm=self.tpm, retries=self.retries,

@@ -20,11 +20,9 @@ from typing import Any, Callable
 from locomo_kit.dataset import Conversation, questions
 from locomo_kit.pipeline.stages import load
 from locomo_kit.runs import RunFolder
-from locomo_kit.systems import registry
+from locomo_kit.settings import SystemSpec
 from locomo_kit.systems.base import MemorySystem, MemorySystemError, declaration
-from locomo_kit.systems.options import checked_options
-from locomo_kit.systems.runner import open_system, system_settings
-from locomo_kit.worker.connect import EMBEDDED
+from locomo_kit.systems.runner import ResolvedSystem, resolve_system
 
 DIA_ID = re.compile(r"D\d+:\d+")
 SHOWN_WRITES = 3  # the first writes whose rendered arguments are shown
@@ -137,22 +135,21 @@ def _write_key_lines(system: MemorySystem, check: SystemCheck, held: int | None,
                           "trap (docs/mcp.md)")
 
 
-def check_system(name: str, *, sample: str = "conv-26", sessions: int = 2, options: dict[str, Any] | None = None,
-                 worker_url: str = EMBEDDED, mode: str = "transcript", dataset_path: str | None = None,
-                 log: Callable[[str], None] | None = None) -> SystemCheck:
-    """Try ``name`` on the first ``sessions`` sessions of ``sample`` in a store of its own (removed afterwards, the
+def check_system(system: SystemSpec | ResolvedSystem | str, *, sample: str = "conv-26", sessions: int = 2,
+                 dataset_path: str | None = None, log: Callable[[str], None] | None = None) -> SystemCheck:
+    """Try ``system`` (a name, or a :class:`~locomo_kit.settings.SystemSpec` with its options or a Worker's URL and
+    mode) on the first ``sessions`` sessions of ``sample`` in a store of its own (removed afterwards, the
     conversation forgotten first and last); see the module doc. ``log``: each line as it is made."""
     if sessions < 1:
         raise ValueError("--sessions must be at least 1")
-    cls = registry.resolve(name)
-    options = checked_options(name, cls, options) or None if not registry.is_worker(name) else None
-    conv = load(f"{sample.split(',')[0].split('@')[0]}@s{sessions}", dataset_path)[0][0]
-    check = SystemCheck(name)
+    resolved = resolve_system(system)
+    conv = load(f"{sample.split(',')[0].split('@')[0]}@s{sessions}", dataset_path=dataset_path)[0][0]
+    check = SystemCheck(resolved.name)
     root = Path(tempfile.mkdtemp(prefix="locomo-check-"))
     try:
         folder = RunFolder("check", root=root)
-        with open_system(name, folder, system_settings(name, worker_url, mode, options)) as system:
-            _run(system, check, conv)
+        with resolved.open(folder) as opened:
+            _run(opened, check, conv)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     check.mistakes = list(dict.fromkeys(check.mistakes))

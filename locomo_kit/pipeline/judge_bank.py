@@ -22,12 +22,16 @@ from typing import Any
 from locomo_kit.data_fetch import sha256_file
 from locomo_kit.imported.catalogue import fetch_entry
 from locomo_kit.llm import make_llm
+from locomo_kit.llm.execute import CallSettings
 from locomo_kit.paths import outputs_dir
 from locomo_kit.pipeline.stages import llm_cache_path
+from locomo_kit.reports.numbers import num
 from locomo_kit.runs import RunFolder, slug, utc_now
 from locomo_kit.runs.records import load_judgements
 from locomo_kit.scoring.aggregate import wilson_ci
-from locomo_kit.scoring.judge import Judge, judge_answers
+from locomo_kit.scoring.judge import Judge as LLMJudge
+from locomo_kit.scoring.judge import judge_answers
+from locomo_kit.settings import Judge
 
 CLASSES = ("correct", "specific-wrong", "vague-topical-wrong")
 PUBLISHED_NAMES = {"mem0": "mem0"}  # the kit's protocol → the REPORT.md configuration with the same prompt
@@ -97,7 +101,7 @@ def accepted(judgement: dict) -> bool:
     return judgement["mean"] > 0.5
 
 
-def acceptance(items: list[dict], judgements: list[dict]) -> dict[str, dict[str, Any]]:
+def acceptance(items: list[dict], *, judgements: list[dict]) -> dict[str, dict[str, Any]]:
     """Per class (and per class and category): accepted / judged, the rate and its Wilson 95% interval."""
     by_index = {int(j["question_index"]): j for j in judgements if j.get("n_ok")}
     out: dict[str, dict[str, Any]] = {}
@@ -116,12 +120,13 @@ def acceptance(items: list[dict], judgements: list[dict]) -> dict[str, dict[str,
     return out
 
 
-def run_judge_bank(judge_model: str, protocol: str = "mem0", bank: str | Path | None = None, runs: int | None = None,
-                   base_url: str | None = None, out: str | Path | None = None, llm=None, calls=None,
-                   timeout: float | None = None, report_md: str | Path | None = None,
-                   log=print) -> dict[str, Any]:
-    """Judge the bank with ``judge_model`` under ``protocol`` (``llm``: an LLM object instead, e.g. the
-    scripted one in tests) and write ``judge-bank.md`` and ``judge-bank.json``; returns the result."""
+def run_judge_bank(judge: Judge | str, *, bank: str | Path | None = None, report_md: str | Path | None = None,
+                   out: str | Path | None = None, calls: CallSettings | None = None) -> dict[str, Any]:
+    """Judge the bank with ``judge`` (a :class:`~locomo_kit.settings.Judge`: its model, or ``llm`` instead, e.g. the
+    scripted one in tests; its runs default to three, as REPORT.md; a model string alone is judged under the
+    ``mem0`` protocol) and write ``judge-bank.md`` and ``judge-bank.json``; returns the result."""
+    judge = judge if isinstance(judge, Judge) else Judge(model=judge, protocol="mem0")
+    protocol, runs, llm, log = judge.protocol, judge.runs, judge.llm, calls.log if calls else print
     if bank is None:
         _, files, aux = fetch_entry("judge-bank")
         bank, report_md = files[0], report_md or aux.get("REPORT.md")
@@ -129,17 +134,17 @@ def run_judge_bank(judge_model: str, protocol: str = "mem0", bank: str | Path | 
     report_md = Path(report_md) if report_md else bank.with_name("REPORT.md")
     items = load_bank(bank)
     if llm is None:
-        llm = make_llm(judge_model, base_url=base_url, cache_path=llm_cache_path(), timeout=timeout)
-    judge = Judge(llm, protocol=protocol, runs=runs if runs is not None else 3)  # REPORT.md: majority of three
-    folder = Path(out) if out else outputs_dir() / "judge-bank" / slug(f"{judge.model}-{protocol}-{judge.runs}")
+        llm = make_llm(judge.model, base_url=judge.base_url, cache_path=llm_cache_path(), timeout=judge.timeout)
+    grader = LLMJudge(llm, protocol=protocol, runs=runs if runs is not None else 3)  # REPORT.md: majority of three
+    folder = Path(out) if out else outputs_dir() / "judge-bank" / slug(f"{grader.model}-{protocol}-{grader.runs}")
     run = RunFolder(folder.name, root=folder.parent)
-    judge_answers(run, judge, items, progress=False, settings=calls, log=log)
+    judge_answers(run, grader, items, progress=False, settings=calls, log=log)
     key = items[0]["config_key"]
     judgements = [j for j in load_judgements(run, protocol) if j["answer_config_key"] == key
-                  and j["judge_model"] == judge.model and j["n_runs"] == judge.runs]
-    rates = acceptance(items, judgements)
+                  and j["judge_model"] == grader.model and j["n_runs"] == grader.runs]
+    rates = acceptance(items, judgements=judgements)
     published = published_rates(report_md).get(PUBLISHED_NAMES.get(protocol, ""), {})
-    result = {"judge": judge.model, "protocol": protocol, "prompt_version": judge.prompt_version, "runs": judge.runs,
+    result = {"judge": grader.model, "protocol": protocol, "prompt_version": grader.prompt_version, "runs": grader.runs,
               "bank": {"path": str(bank), "sha256": sha256_file(bank), "items": len(items)}, "rates": rates,
               "published": {"configuration": PUBLISHED_NAMES.get(protocol), "rates": published,
                             "source": str(report_md) if published else None},
@@ -156,7 +161,7 @@ def run_judge_bank(judge_model: str, protocol: str = "mem0", bank: str | Path | 
 def _pct(r: dict | None) -> str:
     if not r or r.get("rate") is None:
         return "–"
-    return f"{r['k']}/{r['n']}, {r['rate']:.1f}% ({r['low']:.1f} to {r['high']:.1f})"
+    return f"{r['k']}/{r['n']}, {num(r['rate'])}% ({num(r['low'])} to {num(r['high'])})"
 
 
 def judge_bank_markdown(result: dict[str, Any]) -> list[str]:
@@ -172,7 +177,7 @@ def judge_bank_markdown(result: dict[str, Any]) -> list[str]:
         lines.append(f"| {cls} | {_pct(rates[cls])} | {_pct(pub.get(cls))} |")
     a = rates["agreement"]
     lines += ["", f"Agreement with the labels: {a['k']}/{a['n']}"
-              + (f" ({a['rate']:.1f}%)" if a["rate"] is not None else "") + ".", ""]
+              + (f" ({num(a['rate'])}%)" if a["rate"] is not None else "") + ".", ""]
     lines += ["Published: " + (f"REPORT.md's `{result['published']['configuration']}` configuration (gpt-4o-mini at "
                                "temperature 0, majority of three; Mem0's own prompt, which the kit's mem0 protocol "
                                "paraphrases)." if pub else "no published rates for this prompt."), ""]

@@ -1,26 +1,30 @@
-"""The stages as one call each, shared by the CLI and the notebooks: worker → ingest → answer → score.
+"""The stages as one call each, shared by the CLI, the notebooks and the library: ingest → answer → score →
+judge → report, and the whole pipeline (:func:`run_all`).
 
-A run is one configuration (:class:`~locomo_kit.runs.RunConfig`): its folder is named by
-everything that changes its results, and every stage and the report read that folder only.
-Ingestion is shared between the runs on the same sample, mode and Worker, and is reused only while
-the Worker still holds what was ingested (:mod:`locomo_kit.worker.identity`).
+Each stage takes its subject by position (a sample, or a run folder) and the rest by keyword, as settings
+objects (:mod:`locomo_kit.settings`): the memory system (:class:`~locomo_kit.settings.SystemSpec`), the
+retrieval (:class:`~locomo_kit.settings.Retrieval`), the answerer (:class:`~locomo_kit.settings.Answerer`) and
+the judge (:class:`~locomo_kit.settings.Judge`), so that the same options name the same run wherever they
+come from. A run is one configuration (:class:`~locomo_kit.runs.RunConfig`): its folder is named by
+everything that changes its results, and every stage and the report read that folder only. Ingestion is
+shared between the runs on the same sample and system, and is reused only while the system still holds
+what was ingested (:mod:`locomo_kit.worker.identity`).
 
-Money is spent only when asked: every default is the offline path (the extractive answerer, no
-judge); a paid model is used only when named (``anthropic/…``, ``auto``) or by ``run --paid``.
+Money is spent only when asked: every default is the offline path (the extractive answerer, no judge); a
+paid model is used only when named (``anthropic/…``, ``auto``) or by ``run --paid``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
 
 from locomo_kit.data_fetch import sha256_file
 from locomo_kit.dataset import Conversation, load_dataset, partial_note, questions, select
 from locomo_kit.imported.identity import imported_sample
 from locomo_kit.ingestion.summary import IngestFailed, IngestSummary, ingest_outcome
 from locomo_kit.llm import DEFAULT_ANSWER_MODEL, DEFAULT_JUDGE_MODEL, make_llm, resolve_auto
-from locomo_kit.llm.execute import preflight
+from locomo_kit.llm.execute import CallSettings, preflight
 from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.paths import default_dataset_path, outputs_dir
 from locomo_kit.pipeline.systems import answer_with_system, ingest_system
@@ -34,44 +38,27 @@ from locomo_kit.runs import RunConfig, RunFolder, utc_now
 from locomo_kit.runs.records import load_answers
 from locomo_kit.scoring.gold import audit_for, keys_for
 from locomo_kit.scoring.gold_judging import audited_answers, calibration_answers
-from locomo_kit.scoring.judge import Judge, judge_answers
+from locomo_kit.scoring.judge import Judge as LLMJudge
+from locomo_kit.scoring.judge import judge_answers
 from locomo_kit.scoring.score_run import score_answers
-from locomo_kit.systems import registry
-from locomo_kit.systems.options import checked_options
-from locomo_kit.systems.registry import is_worker, system_name
-from locomo_kit.systems.runner import ingestion_of, system_settings, system_tag
-from locomo_kit.worker.connect import EMBEDDED
+from locomo_kit.settings import (
+    Answerer,
+    Judge,
+    Retrieval,
+    SystemSpec,
+    as_answerer,
+    as_judge,
+    as_system,
+)
+from locomo_kit.systems.runner import ResolvedSystem, resolve_system
 
-TOP_K_RANGE = (1, 100)
-DEFAULT_CONTEXT_BUDGET = 1000
-BUDGET_LIMIT = TOP_K_RANGE[1]  # the most results one search returns (memworker's cap)
-
-
-def retrieval(top_k: int | None = None, context_budget: int | None = None) -> tuple[int, int | None]:
-    """(top_k, context_budget) as the CLI and the notebooks read their options: a budget of 1,000 tokens
-    by default (``top_k`` then caps the memories, at most 100); ``top_k`` alone means top-k, no budget."""
-    if context_budget is not None and context_budget < 1:
-        raise ValueError("the context budget must be a positive number of tokens")
-    if top_k is not None and not TOP_K_RANGE[0] <= top_k <= TOP_K_RANGE[1]:
-        raise ValueError(f"top_k must be {TOP_K_RANGE[0]}-{TOP_K_RANGE[1]}")
-    if context_budget is None and top_k is not None:
-        return top_k, None
-    return min(top_k or BUDGET_LIMIT, BUDGET_LIMIT), context_budget or DEFAULT_CONTEXT_BUDGET
+DEFAULT_CONCURRENCY = 4  # searches (and calls) in flight when no CallSettings are given
 
 
-JUDGE_RUNS_RANGE = (1, 50)
-
-
-def load(sample: str, dataset_path: str | None = None) -> tuple[list[Conversation], str]:
+def load(sample: str, *, dataset_path: str | None = None) -> tuple[list[Conversation], str]:
     """The selected conversations and the dataset's sha256."""
     path = dataset_path or default_dataset_path()
     return select(load_dataset(path), sample), sha256_file(path)
-
-
-def check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
-    lo, hi = bounds
-    if not isinstance(value, int) or not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}, got {value!r}")
 
 
 def strategy_key(query_strategy: str) -> str | None:
@@ -79,73 +66,68 @@ def strategy_key(query_strategy: str) -> str | None:
     return None if query_strategy == "question" else query_strategy
 
 
-def checked_system_options(system: str | None, worker_url: str,
-                           options: dict[str, Any] | str | None) -> dict[str, Any] | None:
-    """``options`` checked against what the system declares and typed (so that ``"1.2"`` from the command
-    line and ``1.2`` from the library name the same run; one string: ``k1=1.2,b=0.5`` or a JSON object, as
-    a notebook parameter may arrive); None without any."""
-    if not options:
-        return None
-    name = system_name(system, worker_url)
-    if is_worker(name):
-        raise ValueError(f"{name} is set by --worker-url, --mode and the Worker's own configuration: "
-                         "--system-option is for the other systems")
-    return checked_options(name, registry.resolve(name), options) or None
+def _for_source(system: SystemSpec | ResolvedSystem | str | None, answerer: Answerer) -> ResolvedSystem:
+    """The system resolved once; its options count only where memories are read (the memory source)."""
+    if isinstance(system, ResolvedSystem):
+        return system
+    spec = as_system(system)
+    return resolve_system(spec if answerer.source == "memory" else replace(spec, options=None))
 
 
-def run_config(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
-               answer_model: str = "extractive", top_k: int = 8, source: str = "memory",
-               include_adversarial: bool = False, system: str | None = None, **extra: Any) -> RunConfig:
-    """The configuration these arguments describe (``answer_model`` as given: ``auto`` is resolved here).
-    ``system``: a memory system by name (:mod:`locomo_kit.systems`; default: memworker, or claude-mem
-    for a ``worker_url``); the oracle source uses none."""
-
-    check_range("top_k", top_k, TOP_K_RANGE)
-    if extra.get("system_options"):
-        extra["system_options"] = checked_system_options(system, worker_url, extra["system_options"])
-    spec = resolve_auto(answer_model, DEFAULT_ANSWER_MODEL)
-    version = AnswerConfig(source=source, answer_model=spec, top_k=top_k).prompt_version
-    tag = None
-    if source == "oracle":
-        worker_url, mode = "none", "none"
-    elif not is_worker(name := system_name(system, worker_url)):
-        tag, worker_url, mode = system_tag(name), "none", registry.resolve(name).unit
-    return RunConfig(sample=sample, mode=mode, worker_url=worker_url, answer_model=spec, top_k=top_k, source=source,
-                     include_adversarial=include_adversarial, answer_prompt_version=version, extra=extra, system=tag)
+def _config(sample: str, *, system: ResolvedSystem, retrieval: Retrieval, answerer: Answerer) -> RunConfig:
+    spec = resolve_auto(answerer.spec, DEFAULT_ANSWER_MODEL)
+    version = AnswerConfig(source=answerer.source, answer_model=spec, top_k=retrieval.top_k).prompt_version
+    fields = ({"worker_url": "none", "mode": "none", "system": None} if answerer.source == "oracle"
+              else system.run_fields())
+    extra = {"context_budget": retrieval.context_budget, "query_strategy": strategy_key(retrieval.query_strategy),
+             "limit": answerer.limit, "system_options": system.options}
+    return RunConfig(sample=sample, answer_model=spec, top_k=retrieval.top_k, source=answerer.source,
+                     include_adversarial=answerer.include_adversarial, answer_prompt_version=version, extra=extra,
+                     **fields)
 
 
-def resolve_run(config: RunConfig, run_id: str | None = None) -> RunFolder:
+def run_config(sample: str = "conv-26", *, system: SystemSpec | str | None = None, retrieval: Retrieval | None = None,
+               answerer: Answerer | str | None = None) -> RunConfig:
+    """The configuration these settings describe, whose :meth:`~locomo_kit.runs.RunConfig.run_id` names the run
+    (``auto`` is resolved here; the oracle source uses no system)."""
+    answerer = as_answerer(answerer)
+    return _config(sample, system=_for_source(system, answerer), retrieval=retrieval or Retrieval(), answerer=answerer)
+
+
+def resolve_run(config: RunConfig, *, run_id: str | None = None) -> RunFolder:
     """The run folder of ``config`` (or the one named ``run_id``)."""
     return RunFolder(run_id or config.run_id())
 
 
-def resolve_ingestion(sample: str, mode: str, worker_url: str, ingest_id: str | None = None) -> RunFolder:
-    """The ingestion folder of the Worker at ``worker_url`` (see :func:`~locomo_kit.systems.runner.ingestion_of`)."""
-    return ingestion_of(system_name(None, worker_url), sample, worker_url, mode, ingest_id, None)
+def resolve_ingestion(sample: str, *, system: SystemSpec | str | None = None) -> RunFolder:
+    """The ingestion folder of ``system`` on ``sample`` (see :meth:`~locomo_kit.systems.runner.ResolvedSystem.ingestion`)."""
+    return resolve_system(system).ingestion(sample)
 
 
-def run_ingest(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
-               ingest_id: str | None = None, force: bool = False, session_timeout: float = 180.0,
-               poll_interval: float = 3.0, dataset_path: str | None = None,
-               progress: bool | None = None, for_run: RunFolder | None = None, consistency_timeout: float = 1200.0,
-               log=print, system: str | None = None,
-               system_options: dict[str, Any] | None = None) -> tuple[RunFolder, IngestSummary]:
-    """Ingest ``sample`` into the Worker (resumable); returns the ingestion folder and a summary.
-    Then (when every session went in) wait until the Worker finds what it was given
+def _calls(calls: CallSettings | None) -> CallSettings:
+    """``calls``, or the library's defaults (:data:`DEFAULT_CONCURRENCY` searches in flight)."""
+    return calls if calls is not None else CallSettings(concurrency=DEFAULT_CONCURRENCY)
+
+
+def run_ingest(sample: str = "conv-26", *, system: SystemSpec | ResolvedSystem | str | None = None, force: bool = False,
+               for_run: RunFolder | None = None, calls: CallSettings | None = None,
+               dataset_path: str | None = None) -> tuple[RunFolder, IngestSummary]:
+    """Ingest ``sample`` into the system (resumable); returns the ingestion folder and a summary.
+    Then (when every session went in) wait until the system finds what it was given
     (read-your-writes), recording the wait in the manifest's ``consistency``.
 
-    A recorded ingestion is reused only while the Worker still holds it (see module doc).
-    ``for_run``: the run this ingestion is for; when it holds results from another Worker,
-    nothing is ingested (:class:`~locomo_kit.worker.identity.WorkerMismatch`).
+    A recorded ingestion is reused only while the system still holds it (see module doc); ``force``
+    forgets it in the system and ingests again. ``for_run``: the run this ingestion is for; when it holds
+    results from another system identity, nothing is ingested (:class:`~locomo_kit.worker.identity.WorkerMismatch`).
+    ``calls``: progress bars and where console lines go.
     """
 
-    conversations, sha = load(sample, dataset_path)
-    name = system_name(system, worker_url)
-    system_options = checked_system_options(system, worker_url, system_options)
-    ingestion = ingestion_of(name, sample, worker_url, mode, ingest_id, system_options)
-    summary = ingest_system(name, system_settings(name, worker_url, mode, system_options, session_timeout, poll_interval),
-                            ingestion, conversations, sample, sha, force=force, progress=progress,
-                            dataset_path=dataset_path, for_run=for_run, consistency_timeout=consistency_timeout, log=log)
+    conversations, sha = load(sample, dataset_path=dataset_path)
+    resolved = resolve_system(system)
+    ingestion = resolved.ingestion(sample)
+    dataset = {"path": str(dataset_path or default_dataset_path()), "sha256": sha}
+    summary = ingest_system(resolved, folder=ingestion, conversations=conversations, sample=sample, dataset=dataset,
+                            force=force, for_run=for_run, calls=_calls(calls))
     return ingestion, summary
 
 
@@ -154,76 +136,71 @@ def llm_cache_path() -> Path:
     return outputs_dir() / "cache" / "llm.sqlite"
 
 
-def answer_outcome(summary: Any, total: int | None = None) -> Outcome:
+def answer_outcome(summary, *, total: int | None = None) -> Outcome:
     out = Outcome("answer", unit="question", total=total, done=summary.answered, skipped=summary.skipped)
     out.add_failures(f"{r.sample_id} q{r.question_index}: {r.error}" for r in summary.records if r.status == "failed")
     return out
 
 
-def run_answer(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript",
-               run_id: str | None = None, answer_model: str = "extractive", top_k: int = 8, source: str = "memory",
-               include_adversarial: bool = False, concurrency: int = 4, llm_base_url: str | None = None,
-               dataset_path: str | None = None, progress: bool | None = None, llm=None,
-               calls=None, timeout: float | None = None, context_budget: int | None = None,
-               query_strategy: str = "question", ingest_id: str | None = None, system: str | None = None,
-               system_options: dict[str, Any] | None = None, limit: int | None = None, **extra: Any):
-    """Answer every question of ``sample`` (resumable) into the configuration's run folder
-    (``limit``: only the first N questions of each sample, a run of its own).
+def run_answer(sample: str = "conv-26", *, system: SystemSpec | ResolvedSystem | str | None = None, retrieval: Retrieval | None = None,
+               answerer: Answerer | str | None = None, run_id: str | None = None, calls: CallSettings | None = None,
+               dataset_path: str | None = None):
+    """Answer every question of ``sample`` (resumable) into the configuration's run folder; returns the run
+    folder and the answer summary (its ``outcome`` says what failed).
 
-    ``answer_model`` defaults to the offline extractive floor; ``llm`` overrides the model (tests);
-    ``calls`` (:class:`~locomo_kit.llm.execute.CallSettings`) sets concurrency, rate limits, batch,
-    spending; ``context_budget``: tokens of memories per question (``top_k`` then only caps their
-    number); ``query_strategy``: how memories are retrieved (see :mod:`locomo_kit.qa.retrieval`);
-    ``extra``: further result-changing parameters (they name the run); ``system``: the memory system
-    (:mod:`locomo_kit.systems`), ``source="oracle"``: the gold evidence turns instead of any system.
+    ``system``: the memory system (:mod:`locomo_kit.systems`; default memworker, embedded); ``retrieval``: a
+    context budget of 1,000 tokens by default, or top-k; ``answerer``: the offline extractive floor by default
+    (``source="oracle"``: the gold evidence turns instead of any system); ``run_id``: a run folder of one's
+    own (and then its own ingestion, unless the system names one); ``calls``
+    (:class:`~locomo_kit.llm.execute.CallSettings`): concurrency, rate limits, batch, spending, progress.
     """
 
+    answerer, retrieval = as_answerer(answerer), retrieval or Retrieval()
+    resolved = _for_source(system, answerer)
+    source, strategy = answerer.source, retrieval.query_strategy
     if source == "memory":
-        check_query_strategy(system_name(system, worker_url), query_strategy)  # before anything is done
-    conversations, sha = load(sample, dataset_path)
-    system_options = checked_system_options(system, worker_url, system_options) if source == "memory" else None
-    config = run_config(sample, worker_url, mode, answer_model if llm is None else f"{llm.provider}/{llm.model}",
-                        top_k, source, include_adversarial, system=system, context_budget=context_budget,
-                        query_strategy=strategy_key(query_strategy), limit=limit,
-                        system_options=system_options or None, **extra)
-    name = system_name(system, worker_url) if source == "memory" else None
+        check_query_strategy(resolved.name, strategy)  # before anything is done
+    conversations, sha = load(sample, dataset_path=dataset_path)
+    config = _config(sample, system=resolved, retrieval=retrieval, answerer=answerer)
     spec = config.answer_model
     if spec == "extractive" and source == "full-context":
         raise ValueError("full-context answering needs an LLM answerer: pass --answer-model anthropic/<model> "
-                         "or openai/<model> (with --llm-base-url)")
+                         "or openai/<model> (with --answer-base-url)")
+    llm = answerer.llm
     if llm is None and spec != "extractive":
-        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
-    answer = AnswerConfig(source=source, answer_model=spec, top_k=top_k, include_adversarial=include_adversarial,
-                          context_budget=context_budget, query_strategy=query_strategy, limit=limit)
-    n = sum(len(questions(c, include_adversarial)[:limit]) for c in conversations)
-    run = resolve_run(config, run_id)
-    ingestion = ingestion_of(name, sample, worker_url, mode, ingest_id or run_id, system_options) if name else None
+        llm = make_llm(spec, base_url=answerer.base_url, cache_path=llm_cache_path(), timeout=answerer.timeout)
+    answer = AnswerConfig(source=source, answer_model=spec, top_k=retrieval.top_k,
+                          include_adversarial=answerer.include_adversarial, context_budget=retrieval.context_budget,
+                          query_strategy=strategy, limit=answerer.limit)
+    n = sum(len(questions(c, answerer.include_adversarial)[:answerer.limit]) for c in conversations)
+    run = resolve_run(config, run_id=run_id)
+    settings, calls = calls, _calls(calls)
     manifest = {"config": config.as_dict(), "config_id": config.key(), "config_label": config.label(),
-                "parameters": {"sample": sample, "mode": mode, "worker_url": worker_url},
+                "parameters": {"sample": sample, "mode": resolved.spec.mode, "worker_url": resolved.spec.worker_url},
                 "dataset": {"path": str(dataset_path or default_dataset_path()), "sha256": sha},
-                "answer": {"model": spec, "source": source, "top_k": top_k if source == "memory" else None,
-                           "context_budget": context_budget, "prompt_version": answer.prompt_version,
-                           "config_key": answer.key(), "include_adversarial": include_adversarial,
-                           "server": getattr(llm, "base_url", None), "batch": bool(calls and calls.batch),
-                           "query_strategy": query_strategy if source == "memory" else None, "limit": limit,
-                           "retrieval": LABELS[query_strategy] if source == "memory" else "full conversation",
+                "answer": {"model": spec, "source": source, "top_k": retrieval.top_k if source == "memory" else None,
+                           "context_budget": retrieval.context_budget, "prompt_version": answer.prompt_version,
+                           "config_key": answer.key(), "include_adversarial": answerer.include_adversarial,
+                           "server": getattr(llm, "base_url", None), "batch": bool(calls.batch),
+                           "query_strategy": strategy if source == "memory" else None, "limit": answerer.limit,
+                           "retrieval": LABELS[strategy] if source == "memory" else "full conversation",
                            "started_at": utc_now()}}
     warnings: list[str] = []
-    if name and ingestion is not None:  # the memory source (full-context and oracle use no system)
-        manifest["answer"]["retrieval"] = retrieval_label(name, query_strategy)
-        summary, warnings = answer_with_system(name, system_settings(name, worker_url, mode, system_options), run,
-                                               ingestion, conversations, manifest, answer, llm, concurrency, progress,
-                                               calls)
+    if source == "memory":
+        manifest["answer"]["retrieval"] = retrieval_label(resolved.name, strategy)
+        folder = resolved.ingestion(sample, resolved.spec.ingest_id or run_id)  # a run of one's own: its own
+        summary, warnings = answer_with_system(resolved, run=run, folder=folder, conversations=conversations,
+                                               manifest=manifest, answer=answer, llm=llm, calls=settings)
     elif source == "oracle":
 
         manifest["answer"].update(retrieval=LABEL, context_budget=None)
         manifest["parameters"].update(mode="none", worker_url=None)
         run.create().update_manifest(worker=ORACLE_IDENTITY, **manifest)
-        summary = QARunner(answer, llm=llm).run(run, conversations, concurrency, progress, calls)
+        summary = QARunner(answer, llm=llm).run(run, conversations, calls.concurrency, calls.progress, settings)
     else:
         run.create().update_manifest(**manifest)
-        summary = QARunner(answer, llm=llm).run(run, conversations, concurrency, progress, calls)
-    outcome = answer_outcome(summary, n)
+        summary = QARunner(answer, llm=llm).run(run, conversations, calls.concurrency, calls.progress, settings)
+    outcome = answer_outcome(summary, total=n)
     outcome.notes += warnings
     usage = {"input_tokens": sum(r.input_tokens for r in summary.records if not r.cached),
              "output_tokens": sum(r.output_tokens for r in summary.records if not r.cached)}
@@ -239,13 +216,23 @@ def _answer_key(run: RunFolder, config_key: str | None) -> str | None:
     return config_key or run.manifest().get("answer", {}).get("config_key")
 
 
-def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, config_key: str | None = None,
-              gold: str = "both"):
-    """Score saved answers (official F1, Mem0 F1/BLEU-1, retrieval diagnostics) under the gold key(s)
-    ``original``, ``audited`` or ``both``; returns the scores of the first key."""
+def run_sample(run: RunFolder, *, sample: str | None = None) -> str:
+    """The sample(s) ``run`` answers: ``sample`` when given, else the one its configuration names (an imported
+    run's answers span the conversations its file answers)."""
+    sample = sample or (run.manifest().get("config") or {}).get("sample")
+    sample = imported_sample(run, sample)
+    if not sample:
+        raise ValueError(f"{run.path} names no sample: pass sample=... (e.g. \"conv-26\")")
+    return sample
 
-    sample = imported_sample(run, sample)  # an imported run's answers span the conversations its file answers
-    conversations, _ = load(sample, dataset_path)
+
+def run_score(run: RunFolder, *, sample: str | None = None, gold: str = "both", config_key: str | None = None,
+              dataset_path: str | None = None):
+    """Score saved answers (official F1, Mem0 F1/BLEU-1, retrieval diagnostics) under the gold key(s)
+    ``original``, ``audited`` or ``both``; returns the scores of the first key. ``sample``: default, the run's."""
+
+    sample = run_sample(run, sample=sample)
+    conversations, _ = load(sample, dataset_path=dataset_path)
     answers = load_answers(run, _answer_key(run, config_key))
     if not answers:
         raise StageFailed(Outcome("score", unit="answer", stopped=f"no answers in {run.path}: answering produced "
@@ -259,7 +246,7 @@ def run_score(run: RunFolder, sample: str, dataset_path: str | None = None, conf
     return [s for s in scores if s.gold_key == keys[0]]
 
 
-def judge_outcome(judgements: list, protocol: str, total: int, skipped: int) -> Outcome:
+def judge_outcome(judgements: list, *, protocol: str, total: int, skipped: int) -> Outcome:
     out = Outcome(f"judge ({protocol})", unit="question", total=total, skipped=skipped)
     for j in judgements:
         if getattr(j, "n_ok", 1):
@@ -270,67 +257,65 @@ def judge_outcome(judgements: list, protocol: str, total: int, skipped: int) -> 
     return out
 
 
-def run_judge(run: RunFolder, protocol: str = "playbook", judge_model: str | None = None, runs: int | None = None,
-              llm_base_url: str | None = None, config_key: str | None = None, llm=None, progress: bool | None = None,
-              gold: str = "both", calibration_size: int = 100, dataset_path: str | None = None,
-              calls=None, timeout: float | None = None):
+def run_judge(run: RunFolder, *, judge: Judge | str | None = None, gold: str = "both", config_key: str | None = None,
+              calls: CallSettings | None = None, dataset_path: str | None = None):
     """Judge saved answers under the gold key(s), and the judge calibration set, all through one call
     pool (or one Message Batch); returns the answer judgements made now (None when no judge model is
-    given). ``llm_base_url`` is the judge's own server (never the answerer's).
+    given). ``judge.base_url`` is the judge's own server (never the answerer's).
 
-    ``judge_model`` None (the default) judges nothing: judging costs money, so it runs only when a
-    model is named (``anthropic/…``, ``openai/…``, or ``auto``: Anthropic when a key is set).
+    ``judge`` None (the default) judges nothing: judging costs money, so it runs only when a model is
+    named (``anthropic/…``, ``openai/…``, or ``auto``: Anthropic when a key is set).
     """
 
-    if runs is not None:
-        check_range("judge runs", runs, JUDGE_RUNS_RANGE)
+    judge = as_judge(judge)
+    llm = judge.llm
     if llm is None:
-        spec = resolve_auto(judge_model, DEFAULT_JUDGE_MODEL) if judge_model else "extractive"
+        spec = resolve_auto(judge.model, DEFAULT_JUDGE_MODEL) if judge.model else "extractive"
         if spec == "extractive":
             return None
-        llm = make_llm(spec, base_url=llm_base_url, cache_path=llm_cache_path(), timeout=timeout)
-    judge = Judge(llm, protocol=protocol, runs=runs)
+        llm = make_llm(spec, base_url=judge.base_url, cache_path=llm_cache_path(), timeout=judge.timeout)
+    grader = LLMJudge(llm, protocol=judge.protocol, runs=judge.runs)
     answers = [a for a in load_answers(run, _answer_key(run, config_key)) if a["category"] != 5]
-    extra = audited_answers(answers, gold, dataset_path) + calibration_answers(answers, calibration_size, dataset_path)
-    made = judge_answers(run, judge, answers + extra, progress, settings=calls)
+    extra = (audited_answers(answers, gold, dataset_path)
+             + calibration_answers(answers, judge.calibration_size, dataset_path))
+    made = judge_answers(run, grader, answers + extra, calls.progress if calls else None, settings=calls)
     keys = {a["config_key"] for a in answers}
     judgements = [j for j in made if j.answer_config_key in keys]
     judgeable = [a for a in answers if a.get("gold")]
-    outcome = judge_outcome(judgements, protocol, len(judgeable), len(judgeable) - len(judgements))
+    outcome = judge_outcome(judgements, protocol=judge.protocol, total=len(judgeable),
+                            skipped=len(judgeable) - len(judgements))
     usage = {"input_tokens": sum(r["input_tokens"] for j in made for r in j.runs if not r["cached"]),
              "output_tokens": sum(r["output_tokens"] for j in made for r in j.runs if not r["cached"])}
-    run.update_manifest(judge={protocol: {"model": judge.model, "runs": judge.runs, "prompt_version": judge.prompt_version,
-                                          "temperature_requested": judge.temperature, "judged_at": utc_now(),
-                                          "gold": gold, "calibration_size": calibration_size,
-                                          "server": getattr(llm, "base_url", None),
-                                          "batch": bool(calls and calls.batch), "usage_this_call": usage,
-                                          "outcome": outcome.as_record()}})
+    run.update_manifest(judge={judge.protocol: {
+        "model": grader.model, "runs": grader.runs, "prompt_version": grader.prompt_version,
+        "temperature_requested": grader.temperature, "judged_at": utc_now(), "gold": gold,
+        "calibration_size": judge.calibration_size, "server": getattr(llm, "base_url", None),
+        "batch": bool(calls and calls.batch), "usage_this_call": usage, "outcome": outcome.as_record()}})
     return judgements
 
 
-def run_report(run: RunFolder, sample: str, dataset_path: str | None = None):
-    """Write report.md and figures from the run's records."""
+def run_report(run: RunFolder, *, sample: str | None = None, dataset_path: str | None = None):
+    """Write report.md and figures from the run's records (``sample``: default, the run's)."""
 
-    conversations, _ = load(imported_sample(run, sample), dataset_path)
+    conversations, _ = load(run_sample(run, sample=sample), dataset_path=dataset_path)
     return build_report(run, conversations)
 
 
-def _ingest_stage(sample, worker_url, mode, ingest_id, dataset_path, progress, run, consistency_timeout, log,
-                  session_timeout, system, system_options, outcomes: list[Outcome]) -> None:
+def _ingest_stage(sample: str, *, system: ResolvedSystem, run: RunFolder, calls: CallSettings,
+                  dataset_path: str | None, outcomes: list[Outcome]) -> None:
     """run_all's ingest stage: ingest, log, record its outcome; raise :class:`IngestFailed` when nothing went in."""
 
-    for conv in load(sample, dataset_path)[0]:
+    log = calls.log
+    conversations, _ = load(sample, dataset_path=dataset_path)
+    for conv in conversations:
         if note := partial_note(conv):
             log(note)
-    ingestion, ingest_summary = run_ingest(sample, worker_url, mode, ingest_id, dataset_path=dataset_path,
-                                           progress=progress, for_run=run, consistency_timeout=consistency_timeout,
-                                           log=log, session_timeout=session_timeout, system=system,
-                                           system_options=system_options)
+    ingestion, ingest_summary = run_ingest(sample, system=system, for_run=run, calls=calls,
+                                           dataset_path=dataset_path)
     for note in getattr(ingest_summary, "notes", []):
         log(note)
     for line in ingest_summary.lines():
         log(line)
-    conversations, _ = load(sample, dataset_path)
     ingested = ingest_outcome(ingest_summary, sum(len(c.sessions) for c in conversations))
     outcomes.append(ingested)
     log(ingested.line(reason=False))  # the failures are listed above
@@ -355,72 +340,57 @@ class PipelineResult:
         return all(o.ok for o in self.outcomes)
 
 
-def run_all(sample: str = "conv-26", worker_url: str = EMBEDDED, mode: str = "transcript", run_id: str | None = None,
-            answer_model: str = "extractive", judge_model: str | None = None, judge_protocol: str = "playbook",
-            judge_runs: int | None = None, top_k: int = 8, llm_base_url: str | None = None,
-            dataset_path: str | None = None, progress: bool | None = None, log: Callable[[str], None] = print,
-            calibration_size: int = 100, judge_base_url: str | None = None, calls=None, timeout: float | None = None,
-            context_budget: int | None = None, query_strategy: str = "question", consistency_timeout: float = 1200.0,
-            session_timeout: float = 180.0, ingest_id: str | None = None, system: str | None = None,
-            system_options: dict[str, Any] | None = None, source: str = "memory", limit: int | None = None,
-            **extra: Any) -> PipelineResult:
+def run_all(sample: str = "conv-26", *, system: SystemSpec | str | None = None, retrieval: Retrieval | None = None,
+            answerer: Answerer | str | None = None, judge: Judge | str | None = None, run_id: str | None = None,
+            calls: CallSettings | None = None, dataset_path: str | None = None) -> PipelineResult:
     """The whole pipeline: ingest → answer → score → judge (when a judge model is given) → report.
-    ``llm_base_url`` is the answerer's server, ``judge_base_url`` the judge's.
+    ``answerer.base_url`` is the answerer's server, ``judge.base_url`` the judge's.
 
-    Each stage logs its one-line outcome. Ingestion that stopped or stored nothing raises
-    :class:`IngestFailed`, answering that produced nothing :class:`~locomo_kit.outcome.StageFailed`:
+    Each stage logs its one-line outcome (to ``calls.log``, default print). Ingestion that stopped or stored
+    nothing raises :class:`IngestFailed`, answering that produced nothing :class:`~locomo_kit.outcome.StageFailed`:
     no report is written. Partial results are reported with a banner at the top of the report, and
-    ``result.ok`` is False. ``extra``: further result-changing answer parameters (they name the run,
-    see :class:`~locomo_kit.runs.RunConfig`). ``system``: the memory system by name (default memworker);
-    ``source="oracle"`` answers from each question's gold evidence turns, with no system (nothing ingested).
+    ``result.ok`` is False. ``system``: the memory system (default memworker); ``answerer.source="oracle"``
+    answers from each question's gold evidence turns, with no system (nothing ingested).
     """
 
-    check_range("top_k", top_k, TOP_K_RANGE)
-    if judge_runs is not None:
-        check_range("judge runs", judge_runs, JUDGE_RUNS_RANGE)
-    for spec, url in ((answer_model, llm_base_url), (judge_model, judge_base_url)):
+    answerer, judge, retrieval = as_answerer(answerer), as_judge(judge), retrieval or Retrieval()
+    calls = _calls(calls)
+    log = calls.log
+    for spec, url, timeout in ((answerer.model if answerer.llm is None else None, answerer.base_url, answerer.timeout),
+                               (judge.model if judge.llm is None else None, judge.base_url, judge.timeout)):
         # a missing key or SDK, a refused key or an unknown model fails now, before any work is done
         if spec and spec not in ("extractive", "auto"):
             llm = make_llm(spec, base_url=url, timeout=timeout)
-            if calls is None or calls.preflight:
+            if calls.preflight:
                 preflight(llm)
     outcomes: list[Outcome] = []
-    system_options = checked_system_options(system, worker_url, system_options) if source == "memory" else None
-    config = run_config(sample, worker_url, mode, answer_model, top_k, source, system=system,
-                        context_budget=context_budget, query_strategy=strategy_key(query_strategy), limit=limit,
-                        system_options=system_options or None, **extra)
-    run = resolve_run(config, run_id)
-    name = system_name(system, worker_url)
-    if source == "memory":
-        check_query_strategy(name, query_strategy)  # refused before anything is ingested
-        ingest_id = ingest_id or run_id or ingestion_of(name, sample, worker_url, mode, None, system_options).run_id
-        _ingest_stage(sample, worker_url, mode, ingest_id, dataset_path, progress, run, consistency_timeout, log,
-                      session_timeout, name, system_options, outcomes)
-    elif source == "oracle":
+    resolved = _for_source(system, answerer)
+    run = resolve_run(_config(sample, system=resolved, retrieval=retrieval, answerer=answerer), run_id=run_id)
+    if answerer.source == "memory":
+        check_query_strategy(resolved.name, retrieval.query_strategy)  # refused before anything is ingested
+        if run_id and not resolved.spec.ingest_id:  # a run of one's own holds its own ingestion
+            resolved = replace(resolved, spec=replace(resolved.spec, ingest_id=run_id))
+        _ingest_stage(sample, system=resolved, run=run, calls=calls, dataset_path=dataset_path, outcomes=outcomes)
+    elif answerer.source == "oracle":
         log("oracle source: each question is answered from its gold evidence turns only; nothing is ingested")
-    _, answers = run_answer(sample, worker_url, mode, run.run_id, answer_model, top_k, source,
-                            llm_base_url=llm_base_url,
-                            dataset_path=dataset_path, progress=progress, calls=calls, timeout=timeout,
-                            concurrency=calls.concurrency if calls else 4, context_budget=context_budget,
-                            query_strategy=query_strategy, ingest_id=ingest_id, system=system,
-                            system_options=system_options, limit=limit, **extra)
+    _, answers = run_answer(sample, system=resolved, retrieval=retrieval, answerer=answerer, run_id=run_id,
+                            calls=calls, dataset_path=dataset_path)
     outcomes.append(answers.outcome)
     for note in answers.outcome.notes:
         log(note)
     log(answers.outcome.line())
     answers.outcome.raise_if_empty()
-    scores = run_score(run, sample, dataset_path)
+    scores = run_score(run, sample=sample, dataset_path=dataset_path)
     log(f"score ok: {len(scores)} answers scored")
-    if judge_model:
-        run_judge(run, judge_protocol, judge_model, judge_runs, judge_base_url, progress=progress,
-                  calibration_size=calibration_size, dataset_path=dataset_path, calls=calls, timeout=timeout)
-        judged = Outcome(**{k: v for k, v in run.manifest()["judge"][judge_protocol]["outcome"].items()
+    if judge.active:
+        run_judge(run, judge=judge, calls=calls, dataset_path=dataset_path)
+        judged = Outcome(**{k: v for k, v in run.manifest()["judge"][judge.protocol]["outcome"].items()
                             if k not in ("ok", "not_attempted")})
         outcomes.append(judged)
         log(judged.line())
-    report, figures, summary = run_report(run, sample, dataset_path)
-    if judge_model:
+    report, figures, summary = run_report(run, sample=sample, dataset_path=dataset_path)
+    if judge.active:
 
         for line in console_lines(summary):
             log(line)
-    return PipelineResult(run, report, figures, summary, outcomes)
+    return PipelineResult(run=run, report=report, figures=figures, summary=summary, outcomes=outcomes)

@@ -28,7 +28,7 @@ class SystemSearch:
 
 def retrieval_label(name: str, strategy: str) -> str:
     """What a system run's retrieval was, as the manifest and the report say it (a Worker's as it always was)."""
-    if registry.is_worker(name):
+    if registry.resolve(name).worker_records:  # a claude-mem Worker API: the labels its runs always had
         return LABELS[strategy]
     if strategy == "keywords":
         return (f"kit-side keyword fusion over {name}'s search (one search per content word, reciprocal rank "

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-MEM0_PAPER = "Mem0 paper (arXiv 2504.19413), answerer and judge gpt-4o-mini"
-LOCOMO_PAPER = "LoCoMo paper (Maharana et al., ACL 2024 version), official token F1"
+MEM0_PAPER = "Mem0 paper (arXiv 2504.19413, https://arxiv.org/abs/2504.19413), answerer and judge gpt-4o-mini"
+LOCOMO_PAPER = ("LoCoMo paper (Maharana et al., ACL 2024 version, https://aclanthology.org/2024.acl-long.747), "
+                "official token F1")
 LOCOMO_VERSION_NOTE = ("LoCoMo paper numbers are from its ACL 2024 version; its arXiv v1 (2402.17753v1) differs "
                        "(e.g. gpt-3.5-turbo-16K 37.8 there, 35.9 in the ACL version).")
 A_MEM_NOTE = "A-Mem* is the Mem0 paper's own re-run of A-Mem, not A-Mem's published numbers."
@@ -78,12 +79,15 @@ MEM0_LATENCY = [
 # Session-level retrieval claims other projects publish for LoCoMo, in their own units (see
 # locomo_kit.scoring.session_recall for the same units measured here). Kept apart from all_baselines():
 # they are retrieval figures over all five categories, not answer scores.
-SESSION_CLAIMS_SOURCE = ("the projects' own published LoCoMo figures as cited in locomo-kit issue #20 "
-                         "(not re-derived here)")
+MEMPALACE_CLAIM_SOURCE = ("MemPalace's own LoCoMo benchmark record, session mode without rerank, top 10 "
+                          "(https://github.com/MemPalace/mempalace/blob/6806f98ef9ad44996dddf8a0fcbfa559f4cfbee0/"
+                          "benchmarks/BENCHMARKS.md; not re-derived here)")
+ENGRAM_CLAIM_SOURCE = ("engram-search 0.1.7's own published LoCoMo figure (https://pypi.org/project/engram-search/0.1.7/; "
+                       "not re-derived here)")
 SESSION_RECALL_CLAIMS = [
-    Baseline("MemPalace", "session_recall", {"session_recall@10": 60.3}, SESSION_CLAIMS_SOURCE,
+    Baseline("MemPalace", "session_recall", {"session_recall@10": 60.3}, MEMPALACE_CLAIM_SOURCE,
              "session R@10 over all five categories; chance about 37%"),
-    Baseline("engram", "session_recall", {"session_hit@5": 94.0}, SESSION_CLAIMS_SOURCE,
+    Baseline("engram", "session_recall", {"session_hit@5": 94.0}, ENGRAM_CLAIM_SOURCE,
              "any evidence session within the first 5, all five categories; chance about 22.5%"),
 ]
 

@@ -29,13 +29,14 @@ from locomo_kit.costs import cost
 from locomo_kit.dataset import CATEGORY_NAMES
 from locomo_kit.imported.identity import coverage_lines, coverage_notes, imported_coverage
 from locomo_kit.reports.figures import save_figure
+from locomo_kit.reports.judges import shared_judges_lines
+from locomo_kit.reports.numbers import num, signed, signed_interval
+from locomo_kit.reports.question_records import run_questions
 from locomo_kit.reports.question_table import RunRef
 from locomo_kit.reports.runs_explorer import cross_runs, write_runs_page
 from locomo_kit.reports.system_facts import system_label
 from locomo_kit.runs import RunFolder, known_runs, runs_root
-from locomo_kit.runs.records import load_answers, load_judgements, load_scores
 from locomo_kit.scoring.aggregate import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_bootstrap
-from locomo_kit.scoring.gold_judging import audited_config_key
 from locomo_kit.scoring.judge import SENTINEL
 
 Z_ALPHA, Z_POWER = 1.959963984540054, 0.8416212335729143  # two-sided 5%, 80% power
@@ -120,28 +121,28 @@ def load_run(run: str | Path, gold: str = "original") -> RunData:
     if gold not in ("original", "audited"):
         raise CompareError(f"gold must be original or audited, got {gold!r}")
     folder = find_run(run)
-    answers = load_answers(folder)
-    if not answers:
+    read = run_questions(folder)  # the one read of a run's questions (the export and the explorers use it too)
+    if not read.questions:
         raise CompareError(f"{folder.path}: no answers to compare")
-    key = answers[0]["config_key"]
-    scores = {(s["sample_id"], int(s["question_index"])): s for s in load_scores(folder, key, gold)}
-    missing = [a for a in answers if (a["sample_id"], int(a["question_index"])) not in scores]
+    answers = [q.answer for q in read.questions]
+    key = read.config_key
+    missing = [q for q in read.questions if gold not in q.scores]
     if missing:
         how = "`locomo-kit score --gold both`" if gold == "audited" else "`locomo-kit score`"
         raise CompareError(f"{folder.path}: {len(missing)} of {len(answers)} answers are not scored under the {gold} "
                            f"gold key: run {how} on it first")
-    manifest = folder.manifest()
+    manifest = read.manifest
     data = RunData(folder.run_id, folder.path, _label(manifest, answers, folder.run_id),
                    {"config_key": key, "answerer": answers[0].get("answerer"), "top_k": answers[0].get("top_k"),
                     "context_budget": answers[0].get("context_budget"),
                     "source": answers[0].get("source"), "worker": manifest.get("worker", {}),
                     "parameters": manifest.get("parameters", {}),
                     "imported": imported_coverage(manifest)})
-    for a in answers:
+    for question in read.questions:
+        a, q = question.answer, question.key
         if int(a["category"]) == 5:
             continue
-        q = (a["sample_id"], int(a["question_index"]))
-        s = scores[q]
+        s = question.scores[gold]
         recall = _recall(s)
         tokens = (a.get("input_tokens") or 0) + (a.get("output_tokens") or 0)
         usd = cost(a["answerer"], a.get("input_tokens") or 0, a.get("output_tokens") or 0) if a["answerer"] != "extractive" else 0.0
@@ -151,19 +152,15 @@ def load_run(run: str | Path, gold: str = "original") -> RunData:
             "latency_s": ((a.get("search_latency_ms") or 0) + (a.get("answer_latency_ms") or 0)) / 1000,
             "tokens": float(tokens), "cost_usd": usd,
         }
-    changed = {q for q, s in scores.items() if s.get("gold_changed")}
-    for j in load_judgements(folder):
-        q = (j["sample_id"], int(j["question_index"]))
-        wanted = audited_config_key(key) if q in changed else key  # changed only under the audited key
-        if j["answer_config_key"] != wanted:
-            continue
-        valid = [r["score"] for r in j["runs"] if r["score"] != SENTINEL]
-        if q not in data.per_question or not valid:
-            continue
-        column = f"J {j['protocol']} ({j['judge_model']}, {j['prompt_version']})"  # one judge setup per column
-        data.judges[column] = (j["protocol"], j["judge_model"], j["prompt_version"], j["n_runs"])
-        scale = 1 if j["protocol"] == "playbook" else 100
-        data.per_question[q][column] = scale * statistics.mean(valid)
+        # a question whose gold answer the audit changed is judged under the audited key; the others keep theirs
+        for j in question.judgements["audited" if s.get("gold_changed") else "original"]:
+            valid = [r["score"] for r in j["runs"] if r["score"] != SENTINEL]
+            if not valid:
+                continue
+            column = f"J {j['protocol']} ({j['judge_model']}, {j['prompt_version']})"  # one judge setup per column
+            data.judges[column] = (j["protocol"], j["judge_model"], j["prompt_version"], j["n_runs"])
+            scale = 1 if j["protocol"] == "playbook" else 100
+            data.per_question[q][column] = scale * statistics.mean(valid)
     return data
 
 
@@ -252,27 +249,22 @@ def statements(result: dict[str, Any]) -> list[str]:
         if row["category"] != "overall" or row["unit"] != "points":
             continue
         for c in row["comparisons"]:
-            head = f"{c['run']} vs {c['baseline']}, {row['label']} over {row['n']} shared questions:"
+            head = f"{c['run']} vs {c['baseline']}, {row['label']} over {num(row['n'])} shared questions:"
             if c["verdict"] == "identical":
                 out.append(f"{head} identical on every question.")
                 continue
             verdict = ("**distinguishable**" if c["verdict"] == "distinguishable"
                        else "**not distinguishable** (the 95% interval contains 0)")
-            out.append(f"{head} {_signed(c['diff'])} points [{_signed(c['ci_low'])}, {_signed(c['ci_high'])}]: {verdict}; "
-                       f"the smallest difference this sample could detect is {c['mdd']:.1f} points.")
+            out.append(f"{head} {signed(c['diff'])} points {signed_interval(c['ci_low'], c['ci_high'])}: {verdict}; "
+                       f"the smallest difference this sample could detect is {num(c['mdd'])} points.")
     return out
 
 
-def _signed(v: float) -> str:
-    text = f"{v:+.1f}"
-    return "0.0" if float(text) == 0 else text
+UNIT_DIGITS = {"$": 5, "tokens": 0, "s": 3}  # digits after the point per unit; points: 1
 
 
 def _fmt(v: float | None, unit: str) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    text = {"$": f"{v:.5f}", "tokens": f"{v:,.0f}", "s": f"{v:.3f}"}.get(unit, f"{v:.1f}")
-    return text[1:] if text.startswith("-") and float(text.replace(",", "")) == 0 else text
+    return num(v, UNIT_DIGITS.get(unit, 1))
 
 
 def table_lines(result: dict[str, Any]) -> list[str]:
@@ -287,7 +279,7 @@ def table_lines(result: dict[str, Any]) -> list[str]:
     lines = [f"Runs: {legend}.", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in result["rows"]:
         cells = [f"{row['category']} {row['name']}" if row["category"] != "overall" else "overall", row["label"],
-                 str(row["n"])] + [_fmt(m, row["unit"]) for m in row["means"]]
+                 num(row["n"])] + [_fmt(m, row["unit"]) for m in row["means"]]
         for c in row["comparisons"]:
             cells += [f"{_fmt(c['diff'], row['unit'])} [{_fmt(c['ci_low'], row['unit'])}, {_fmt(c['ci_high'], row['unit'])}]",
                       _fmt(c["mdd"], row["unit"]), c["verdict"]]
@@ -345,9 +337,10 @@ def write_comparison(result: dict[str, Any], folder: Path) -> dict[str, Path]:
           f"MDD (minimal detectable difference): {result['method']['mdd']}.", ""]
     md += coverage_lines(runs)  # answered elsewhere: what each imported run's file covers, before any number
     md += ["## Runs", ""] + [f"- **{r['run_id']}**: {r['label']}; config {r['config']['config_key']}, "
-                             f"{r['questions']} questions" for r in runs] + [""]
+                             f"{num(r['questions'])} questions" for r in runs] + [""]
     md += ["## Verdict", ""] + [f"- {s}" for s in statements(result)] + [f"- {n}" for n in result["notes"]] + [""]
     md += ["## Paired table", ""] + table_lines(result) + ["", f"![paired differences]({png.name})", ""]
+    md += shared_judges_lines([find_run(r["path"]) for r in runs])  # J per run under the judges they share
     md += across.lines
     (folder / "compare.md").write_text("\n".join(md), encoding="utf-8")
     (folder / "compare.json").write_text(json.dumps(result, indent=2, default=str), encoding="utf-8")

@@ -6,18 +6,24 @@ import statistics
 from typing import Any
 
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
+from locomo_kit.scoring.rules import DEFAULT_BASIS, default_verdict
 
 CORRECT_F1 = 0.5
 DISTANCE_BUCKETS = ((0, 2), (3, 5), (6, 10), (11, 20), (21, 1000))
 COVERAGE_K = "@8"
 
 
-def correctness(score: dict, judgement: dict | None) -> tuple[bool, str]:
-    """(correct?, basis): the judge when there is one, else official F1 ≥ 0.5."""
+def correctness(score: dict, judgement: dict | None, answer: dict | None = None) -> tuple[bool, str]:
+    """(correct?, basis): the judge when there is one, else the default rule-based basis on the answer and the
+    gold (``answer``: ``prediction``, ``gold``, ``category``), else official F1 ≥ 0.5 when no answer is given."""
     if judgement and judgement.get("n_ok"):
         if judgement["protocol"] == "playbook":
             return judgement["mean"] >= 50, "playbook J ≥ 50"
         return judgement["mean"] >= 0.5, "mem0 label (majority of runs)"
+    category = int(answer["category"]) if answer is not None and answer.get("category") is not None else 5
+    if answer is not None and answer.get("gold") is not None and category != 5:
+        ok = default_verdict(answer.get("prediction") or "", answer["gold"], category, score.get("locomo_f1"))
+        return ok, f"official {DEFAULT_BASIS.label}"
     return score["locomo_f1"] >= CORRECT_F1, f"official F1 ≥ {CORRECT_F1}"
 
 
@@ -47,7 +53,7 @@ def analyse(summary: dict[str, Any], conversations: list[Conversation], examples
     rows = []
     for s in scores:
         key = (s["sample_id"], s["question_index"])
-        ok, basis = correctness(s, judged.get(key))
+        ok, basis = correctness(s, judged.get(key), answers[key])
         cov = evidence_coverage(s)
         rows.append({"score": s, "answer": answers[key], "correct": ok, "basis": basis, "coverage": cov})
 

@@ -2,64 +2,57 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from locomo_kit.reports.numbers import missing
+from locomo_kit.reports.question_records import QuestionRecords, RunQuestions, run_questions
 from locomo_kit.runs import RunFolder
-from locomo_kit.runs.records import load_answers, load_judgements, load_scores
 from locomo_kit.scoring.session_recall import session_columns
 
 FORMATS = ("csv", "parquet")
 
 
 def question_rows(run: RunFolder) -> list[dict[str, Any]]:
-    """One row per answered question of the run's configuration, with every score it has."""
-    m = run.manifest()
-    key = m.get("answer", {}).get("config_key")
-    answers = load_answers(run, key)
-    if not answers:
+    """One flat row per answered question of the run's configuration, with every score it has (the export's
+    rows, from :func:`locomo_kit.reports.question_records.run_questions`)."""
+    read = run_questions(run)
+    if not read.questions:
         raise RuntimeError(f"No answers in {run.path}: nothing to export")
-    key = answers[0]["config_key"]
-    scores = {(s["sample_id"], int(s["question_index"])): s for s in load_scores(run, key)}
-    audited = {(s["sample_id"], int(s["question_index"])): s for s in load_scores(run, key, "audited")}
-    judged: dict[tuple[str, int], dict[str, Any]] = {}
-    for j in load_judgements(run):
-        if j["answer_config_key"] != key:
-            continue
-        cell = judged.setdefault((j["sample_id"], int(j["question_index"])), {})
-        mean = j["mean"] if j["n_ok"] and not (isinstance(j["mean"], float) and math.isnan(j["mean"])) else None
-        cell[f"j_{j['protocol']}"] = mean
-        cell[f"j_{j['protocol']}_judge"] = j["judge_model"]
-        cell[f"j_{j['protocol']}_valid_runs"] = j["n_ok"]
-    rows = []
-    for a in answers:
-        q = (a["sample_id"], int(a["question_index"]))
-        s = scores.get(q, {})
-        row = {"run_id": run.run_id, "config_id": m.get("config_id"), "sample_id": a["sample_id"],
-               "question_index": a["question_index"], "category": a["category"], "category_name": a["category_name"],
-               "question": a["question"], "gold": a.get("gold"), "prediction": a["prediction"],
-               "answerer": a["answerer"], "source": a["source"], "top_k": a.get("top_k"),
-               "context_budget": a.get("context_budget"),
-               "prompt_version": a["prompt_version"], "memories_used": a.get("memories_used"),
-               "search_latency_ms": a.get("search_latency_ms"), "answer_latency_ms": a.get("answer_latency_ms"),
-               "input_tokens": a.get("input_tokens"), "output_tokens": a.get("output_tokens"),
-               "context_tokens": a.get("context_tokens"),
-               "locomo_f1": s.get("locomo_f1"), "mem0_f1": s.get("mem0_f1"), "bleu1": s.get("bleu1"),
-               "answer_in_context": s.get("answer_in_context"), "coverage_method": s.get("coverage_method"),
-               "evidence_recall": s.get("evidence_recall")}
-        for k, v in (s.get("evidence_coverage") or {}).items():
-            row[f"evidence_coverage{k}"] = v
-        row.update(session_columns(s.get("session_recall")))
-        if q in audited:  # scored with --gold both: the audited key's scores beside the original's
-            t = audited[q]
-            row.update({"audit_changed_gold": t.get("gold_changed"), "locomo_f1_audited": t.get("locomo_f1"),
-                        "mem0_f1_audited": t.get("mem0_f1"), "bleu1_audited": t.get("bleu1")})
-        row.update(judged.get(q, {}))
-        rows.append(row)
-    return rows
+    return [flat_row(read, q) for q in read.questions]
+
+
+def flat_row(read: RunQuestions, q: QuestionRecords) -> dict[str, Any]:
+    """One question as a flat row: its answer's fields, its scores (the audited key's beside the original's
+    when scored with ``--gold both``) and, per judge protocol, the mean of its valid runs under the original key."""
+    a, s = q.answer, q.scores.get("original", {})
+    row = {"run_id": read.run.run_id, "config_id": read.manifest.get("config_id"), "sample_id": a["sample_id"],
+           "question_index": a["question_index"], "category": a["category"], "category_name": a["category_name"],
+           "question": a["question"], "gold": a.get("gold"), "prediction": a["prediction"],
+           "answerer": a["answerer"], "source": a["source"], "top_k": a.get("top_k"),
+           "context_budget": a.get("context_budget"),
+           "prompt_version": a["prompt_version"], "memories_used": a.get("memories_used"),
+           "search_latency_ms": a.get("search_latency_ms"), "answer_latency_ms": a.get("answer_latency_ms"),
+           "input_tokens": a.get("input_tokens"), "output_tokens": a.get("output_tokens"),
+           "context_tokens": a.get("context_tokens"),
+           "locomo_f1": s.get("locomo_f1"), "mem0_f1": s.get("mem0_f1"), "bleu1": s.get("bleu1"),
+           "answer_in_context": s.get("answer_in_context"), "coverage_method": s.get("coverage_method"),
+           "evidence_recall": s.get("evidence_recall")}
+    for k, v in (s.get("evidence_coverage") or {}).items():
+        row[f"evidence_coverage{k}"] = v
+    row.update(session_columns(s.get("session_recall")))
+    if "audited" in q.scores:  # scored with --gold both: the audited key's scores beside the original's
+        t = q.scores["audited"]
+        row.update({"audit_changed_gold": t.get("gold_changed"), "locomo_f1_audited": t.get("locomo_f1"),
+                    "mem0_f1_audited": t.get("mem0_f1"), "bleu1_audited": t.get("bleu1")})
+    for j in q.judgements.get("original", []):  # one setup per protocol: the latest recorded wins
+        mean = j["mean"] if j["n_ok"] and not missing(j["mean"]) else None
+        row[f"j_{j['protocol']}"] = mean
+        row[f"j_{j['protocol']}_judge"] = j["judge_model"]
+        row[f"j_{j['protocol']}_valid_runs"] = j["n_ok"]
+    return row
 
 
 def export_run(run: RunFolder, fmt: str = "csv", output: str | Path | None = None) -> tuple[Path, int]:

@@ -11,6 +11,7 @@ import seaborn as sns
 
 from locomo_kit.dataset import CATEGORY_NAMES
 from locomo_kit.reports.baselines import MEM0_F1, MEM0_J
+from locomo_kit.reports.numbers import num
 from locomo_kit.reports.system_facts import system_label
 
 CATS = (1, 2, 3, 4)
@@ -70,8 +71,10 @@ def categories_vs_baselines(summary: dict[str, Any], path: Path) -> Path:
     ax.set_xticks(x, CAT_LABELS)
     ax.set_xlabel("LoCoMo category id (names as in the official code)")
     ax.set_ylabel(metric if len(metric) < 40 else metric.split(",")[0])
-    ax.set_title(f"Per category: this run vs the Mem0 paper\n{metric}; Mem0's answerer and judge: gpt-4o-mini",
-                 fontsize=10)
+    floor = summary["answerer"] == "extractive"  # rules beside LLM rows: the title says so
+    ax.set_title(("Per category: the extractive floor (rules, no LLM) vs the Mem0 paper's LLM rows: not comparable"
+                  if floor else "Per category: this run vs the Mem0 paper")
+                 + f"\n{metric}; Mem0's answerer and judge: gpt-4o-mini", fontsize=10)
     ax.legend(fontsize=7, ncol=2)
     ax.set_ylim(0, 100)
     return save_figure(fig, path, label=_WHO["label"])
@@ -89,7 +92,7 @@ def latency(answers: list[dict], path: Path) -> Path:
         sns.histplot(values, bins=40, ax=ax, color="#4C72B0")
         for q, style in ((50, "--"), (95, ":")):
             v = float(np.percentile(values, q))
-            ax.axvline(v, color="black", linestyle=style, label=f"p{q} = {v:.1f} ms")
+            ax.axvline(v, color="black", linestyle=style, label=f"p{q} = {num(v)} ms")
         ax.set_title(f"{title} latency ({len(values)} questions)")
         ax.set_xlabel("milliseconds")
         ax.set_ylabel("questions")
@@ -126,7 +129,7 @@ def per_conversation(rows: list[dict], path: Path) -> Path:
     ax.set_ylabel("official F1 (%)")
     ax.set_title("Official F1 per conversation")
     for i, r in enumerate(rows):
-        ax.text(i, r["locomo_f1"] + 0.5, f"{r['locomo_f1']:.1f}\n(n={r['questions']})", ha="center", fontsize=8)
+        ax.text(i, r["locomo_f1"] + 0.5, f"{num(r['locomo_f1'])}\n(n={num(r['questions'])})", ha="center", fontsize=8)
     ax.set_ylim(0, max([r["locomo_f1"] for r in rows] + [10]) * 1.3)
     return save_figure(fig, path, label=_WHO["label"])
 

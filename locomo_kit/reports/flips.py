@@ -12,6 +12,7 @@ import math
 from itertools import combinations
 from typing import Any, Iterable, Sequence
 
+from locomo_kit.reports.numbers import num, p_value, signed, signed_interval
 from locomo_kit.reports.question_table import correct_vector
 from locomo_kit.scoring.aggregate import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, paired_bootstrap
 
@@ -69,26 +70,19 @@ def method(table: dict[str, Any]) -> str:
             f"seed {BOOTSTRAP_SEED})")
 
 
-def _p(p: float) -> str:
-    return "< 0.0001" if p < 1e-4 else f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
-
-
-def _signed(v: float | None) -> str:
-    if v is None or math.isnan(v):
-        return "–"
-    text = f"{v:+.1f}"
-    return "0.0" if text in ("+0.0", "-0.0") else text
-
-
 def flip_lines(flips: list[dict[str, Any]], table: dict[str, Any]) -> list[str]:
     """The flip table as Markdown: per pair, the four counts, the accuracy difference and McNemar's p."""
     if not flips:
         return ["Only one run: no pair to compare.", ""]
-    lines = [f"Over the questions both runs answered ({flips[0]['gold']} gold key); {method(table)}.", "",
+    lines = [f"Over the questions both runs answered ({flips[0]['gold']} gold key); {method(table)}. "
+             f"Two tests on one pair: the paired difference of mean official F1 (paired bootstrap, the lead test, "
+             f"where a page shows it) is on the F1 scores, which credit partial overlap; this table is on binary "
+             f"accuracy (right = {table['basis']}) and counts the questions that flip. They measure different "
+             "things and can disagree; read the F1 difference first, this table for the flips.", "",
              "| first | second | n | both right | right only in the first | right only in the second | both wrong "
              "| accuracy second − first [95% CI] | McNemar exact p |", "|---|---|---|---|---|---|---|---|---|"]
     for f in flips:
-        lines.append(f"| {f['run_a']} | {f['run_b']} | {f['n']} | {f['both']} | {f['only_a']} | {f['only_b']} | "
-                     f"{f['neither']} | {_signed(f['diff'])} [{_signed(f['ci_low'])}, {_signed(f['ci_high'])}] | "
-                     f"{_p(f['mcnemar_p'])} |")
+        counts = " | ".join(num(f[k]) for k in ("n", "both", "only_a", "only_b", "neither"))
+        lines.append(f"| {f['run_a']} | {f['run_b']} | {counts} | {signed(f['diff'])} "
+                     f"{signed_interval(f['ci_low'], f['ci_high'])} | {p_value(f['mcnemar_p'])} |")
     return lines + [""]

@@ -4,7 +4,7 @@ fetched over the network), opened by a double-click.
 The page body is the markdown report rendered as HTML (so both say the same thing, section by section),
 in a shell (``templates/page.html.j2``) that other pages (a leaderboard) can reuse through
 :func:`render_page`. A run's page adds the question explorer, whose data comes from
-:func:`locomo_kit.reports.questions.question_rows` and whose script is ``templates/explorer.js``.
+:func:`locomo_kit.reports.questions.explorer_data` and whose script is ``templates/explorer.js``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import mistune
 from markupsafe import Markup
 from mistune.renderers.html import HTMLRenderer
 
-from locomo_kit.reports.questions import question_rows
+from locomo_kit.paths import write_atomic
+from locomo_kit.reports.questions import explorer_data
 
 TEMPLATES = Path(__file__).with_name("templates")
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=jinja2.select_autoescape(("j2", "html")),
@@ -92,7 +93,7 @@ def render_page(title: str, body: Rendered, explorer: dict[str, Any] | None = No
                 kind: str = "report", section: str = "", section_nav: tuple[str, str] | None = None,
                 section_script: str = "") -> str:
     """The whole page: the shell, the rendered body and, when given, the question explorer over ``explorer``
-    (the dict :func:`~locomo_kit.reports.questions.question_rows` builds). ``section``: more HTML after the
+    (the dict :func:`~locomo_kit.reports.questions.explorer_data` builds). ``section``: more HTML after the
     body (e.g. the cross-run explorer), ``section_nav`` its (anchor, title) in the navigation, and
     ``section_script`` its script (run after ``ui.js``)."""
     return _ENV.get_template("page.html.j2").render(
@@ -106,10 +107,7 @@ def render_page(title: str, body: Rendered, explorer: dict[str, Any] | None = No
 
 
 def write_html(path: Path, text: str) -> Path:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_atomic(path, text)
 
 
 def write_report_html(report_md: Path, explorer: dict[str, Any], title: str, subtitle: str = "") -> Path:
@@ -127,6 +125,6 @@ def write_compare_html(compare_md: Path, title: str) -> Path:
 def write_run_html(run: Any, conversations: list, report_md: Path) -> Path:
     """``report.html`` of a run (a :class:`~locomo_kit.runs.RunFolder`): its report plus the question explorer."""
 
-    explorer = question_rows(run, conversations)
+    explorer = explorer_data(run, conversations)
     return write_report_html(report_md, explorer, title=f"LoCoMo report: {run.run_id}",
                              subtitle=f"{len(explorer['rows'])} questions · written from {run.path}")

@@ -11,32 +11,25 @@ diagnostics: no retrieved context was imported.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from pathlib import Path
 from typing import Any
 
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
 from locomo_kit.imported.identity import IMPORT_FILE, SOURCE_PROTOCOL, imported
+from locomo_kit.paths import write_atomic
+from locomo_kit.reports.floor import floor_lines
 from locomo_kit.reports.html import write_run_html
+from locomo_kit.reports.judges import judge_matrix, matrix_lines
+from locomo_kit.reports.numbers import interval, markdown_table, num, signed
 from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.runs.records import load_scores
+from locomo_kit.runs.verdicts import VERDICTS_PROTOCOL
 from locomo_kit.scoring.aggregate import wilson_ci
 
 SCORE_TOLERANCE = 1e-4  # the source's per-question scores are printed to about 4-16 digits
 LISTED_IN_REPORT = 40
-
-
-def _f(v: Any, digits: int = 1) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return out + ["| " + " | ".join(_f(c) for c in row) + " |" for row in rows] + [""]
 
 
 def coverage_banner(block: dict[str, Any]) -> list[str]:
@@ -166,7 +159,7 @@ def kit_judge_agreement(answers: list[dict], judgements: list[dict]) -> list[dic
     source = {(a["sample_id"], a["question_index"]): a["imported"]["verdict"] for a in answers
               if a["imported"].get("verdict") is not None and a["category"] != 5}
     out = []
-    for protocol in sorted({j["protocol"] for j in judgements} - {SOURCE_PROTOCOL}):
+    for protocol in sorted({j["protocol"] for j in judgements} - {SOURCE_PROTOCOL, VERDICTS_PROTOCOL}):
         pairs = []
         for j in judgements:
             q = (j["sample_id"], j["question_index"])
@@ -211,7 +204,7 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
     audited = {(x["sample_id"], x["question_index"]): x for x in load_scores(run, s["config_key"], "audited")}
     f1, mf1, b1 = _by_cat(s["locomo_f1"]), _by_cat(s["mem0_f1"]), _by_cat(s["bleu1"])
     lines = ["## Run facts", ""]
-    lines += _table(["", ""], [
+    lines += markdown_table(["fact", "value"], [
         ["run id", s["run_id"]], ["system (as the source says)", block.get("system")],
         ["answerer (as the source says)", block.get("answerer")], ["judge (as the source says)", block.get("judge")],
         ["answers", "produced elsewhere, imported; no retrieved context imported, so no retrieval diagnostics"],
@@ -232,12 +225,14 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
     for c in [k for k in f1 if k != "overall"] + ["overall"]:
         name = f"{c} {f1[c]['name']}" if c != "overall" else "overall"
         ln = lengths.get(name, [None] * 5)
-        rows.append([name, f1[c]["count"], f1[c]["mean"], f"[{_f(f1[c]['ci_low'])}, {_f(f1[c]['ci_high'])}]",
+        rows.append([name, f1[c]["count"], f1[c]["mean"], interval(f1[c]['ci_low'], f1[c]['ci_high']),
                      mf1.get(c, {}).get("mean"), b1.get(c, {}).get("mean"), ln[2], ln[3]])
-    lines += _table(["category", "n", "official F1", "95% CI", "Mem0 F1", "BLEU-1", "answer words", "gold words"], rows)
+    lines += markdown_table(["category", "n", "official F1", "95% CI", "Mem0 F1", "BLEU-1", "answer words", "gold words"], rows)
+    lines += floor_lines({"measured": False, "why": "the answers were produced elsewhere, so their answerer cannot be "
+                          "run here with an empty context"})
     one_to_four = [x["locomo_f1"] for x in original.values() if x["category"] != 5]
     if one_to_four and 5 in s["questions_by_category"]:
-        lines += [f"Official F1 over categories 1-4 only: {_f(100 * statistics.mean(one_to_four))}% "
+        lines += [f"Official F1 over categories 1-4 only: {num(100 * statistics.mean(one_to_four))}% "
                   f"({len(one_to_four)} questions).", ""]
 
     claim = claim_check(block, answers, order)
@@ -252,10 +247,10 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
                    f"the file carries no verdicts to recompute the claim {claim['claim']} from" if "agrees" not in claim
                    else
                    f"**{'agrees' if claim['agrees'] else 'does not agree'}** with the claim {claim['claim']} "
-                   f"({claim['claim_from']}; difference {claim['difference']:+.2f} points)")
-        lines += _table(["J from the source's verdicts", "questions", "J %", "95% Wilson CI"], [
-            [f"over the claim's scope ({scope})", claim["n_scope"], js[0], f"[{_f(js[1])}, {_f(js[2])}]"],
-            ["over categories 1-4 (the kit's footing)", claim["n_1_4"], j14[0], f"[{_f(j14[1])}, {_f(j14[2])}]"]])
+                   f"({claim['claim_from']}; difference {signed(claim['difference'], 2)} points)")
+        lines += markdown_table(["J from the source's verdicts", "questions", "J %", "95% Wilson CI"], [
+            [f"over the claim's scope ({scope})", claim["n_scope"], js[0], interval(js[1], js[2])],
+            ["over categories 1-4 (the kit's footing)", claim["n_1_4"], j14[0], interval(j14[1], j14[2])]])
         lines += [f"Recomputed over the claim's scope: {verdict}."
                   + (f" The scope leaves out {claim['excluded']} questions listed by the source." if claim["excluded"]
                      else ""), ""]
@@ -265,7 +260,7 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
             for c in (1, 2, 3, 4):
                 v = [a["imported"]["verdict"] for a in answers if a["category"] == c and a["imported"].get("verdict") is not None]
                 rows.append([f"{c} {CATEGORY_NAMES[c]}", len(v), _j(v)[0], cat_claims.get(str(c))])
-            lines += _table(["category", "n", "J recomputed %", "claimed %"], rows)
+            lines += markdown_table(["category", "n", "J recomputed %", "claimed %"], rows)
 
     flips = audited_flips(answers, audited)
     lines += ["## 3. Both gold keys", "",
@@ -274,11 +269,11 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
               f"**The audited key flips {flips['flipped']} of the source's verdicts** by the kit's token rule "
               f"({flips['to_wrong']} CORRECT → WRONG: the answer shares no token with the audited gold; "
               f"{flips['to_right']} WRONG → CORRECT: official F1 ≥ 0.5 against it): the source's J under the audited "
-              f"key would be {_f(flips['j_audited'][0])}% (categories 1-4). A judge's verdicts under the audited key "
+              f"key would be {num(flips['j_audited'][0])}% (categories 1-4). A judge's verdicts under the audited key "
               "need the kit's judge (`--judge-model`).", ""]
     if audited:
         af1 = _by_cat(s["audited"]["locomo_f1"]) if s.get("audited") else {}
-        lines += _table(["gold key"] + [f"cat {c}" for c in (1, 2, 3, 4)] + ["overall"],
+        lines += markdown_table(["gold key"] + [f"cat {c}" for c in (1, 2, 3, 4)] + ["overall"],
                         [["original: official F1"] + [f1.get(c, {}).get("mean") for c in (1, 2, 3, 4)]
                          + [f1["overall"]["mean"]],
                          ["audited: official F1"] + [af1.get(c, {}).get("mean") for c in (1, 2, 3, 4)]
@@ -287,8 +282,8 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
     check = source_score_check(answers, original)
     lines += ["## 4. The source's own per-question scores against the kit's", ""]
     if check:
-        rows = [[k, v["kit_metric"], v["compared"], v["differ"], _f(v["max_abs_diff"], 6)] for k, v in check.items()]
-        lines += _table(["source's field", "the kit's recomputation", "compared", f"differ (> {SCORE_TOLERANCE:g})",
+        rows = [[k, v["kit_metric"], v["compared"], v["differ"], num(v["max_abs_diff"], 6)] for k, v in check.items()]
+        lines += markdown_table(["source's field", "the kit's recomputation", "compared", f"differ (> {SCORE_TOLERANCE:g})",
                          "largest difference"], rows)
         for k, v in check.items():
             for e in v["examples"]:
@@ -304,16 +299,16 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
         lines += ["## 5. Adversarial questions: the refusal rule", "",
                   f"{len(adv)} adversarial answers. The official rule counts an answer right when it contains \"no "
                   f"information available\" or \"not mentioned\": {int(refused)} of {len(adv)} "
-                  f"({_f(100 * refused / len(adv))}%) do."
-                  + (f" The source's own verdicts accept {sum(src)} of {len(src)} ({_f(100 * sum(src) / len(src))}%)."
+                  f"({num(100 * refused / len(adv))}%) do."
+                  + (f" The source's own verdicts accept {sum(src)} of {len(src)} ({num(100 * sum(src) / len(src))}%)."
                      if src else ""), ""]
 
     agreement = kit_judge_agreement(answers, s["_judgements"])
     lines += ["## 6. The kit's judge beside the source's verdicts", ""]
     if agreement:
-        lines += _table(["protocol", "kit judge", "questions", "agreement %", "Cohen's kappa", "J source %", "J kit %",
+        lines += markdown_table(["protocol", "kit judge", "questions", "agreement %", "Cohen's kappa", "J source %", "J kit %",
                          "source yes, kit no", "source no, kit yes"],
-                        [[a["protocol"], a["judge"], a["n"], a["agreement"], _f(a["kappa"], 3), a["j_source"], a["j_kit"],
+                        [[a["protocol"], a["judge"], a["n"], a["agreement"], num(a["kappa"], 3), a["j_source"], a["j_kit"],
                           a["source_yes_kit_no"], a["source_no_kit_yes"]] for a in agreement])
     else:
         lines += ["Not judged here: pass `--judge-model` (to `import` or `score --run-id …`) to put every imported run's "
@@ -324,7 +319,7 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
     if listed:
         lines += [f"{len(listed)} records (all of them in `{IMPORT_FILE}`; the first {min(len(listed), LISTED_IN_REPORT)} "
                   "here):", ""]
-        lines += _table(["file", "record", "conversation", "index", "reason", "question in the file", "LoCoMo's"],
+        lines += markdown_table(["file", "record", "conversation", "index", "reason", "question in the file", "LoCoMo's"],
                         [[r["file"], r["position"], r["conversation"], r["index"], r["reason"],
                           str(r["question"] or "–").replace("|", "/"), str(r.get("locomo_question") or "–").replace("|", "/")]
                          for r in listed[:LISTED_IN_REPORT]])
@@ -332,6 +327,7 @@ def imported_sections(run: RunFolder, s: dict[str, Any], conversations: list[Con
         lines += ["Every record matched a LoCoMo question.", ""]
     lines += ["## 8. Retrieval diagnostics", "", "None: the file carries no retrieved context, so evidence recall and "
               "the other retrieval measures cannot be computed for this run.", ""]
+    lines += matrix_lines(judge_matrix(run), heading="## 9. Judges side by side")
     return lines
 
 
@@ -346,12 +342,10 @@ def build_imported_report(run: RunFolder, conversations: list[Conversation],
     lines = [f"# LoCoMo report: {s['run_id']}", "", f"Configuration: **{s['manifest'].get('config_label')}**.", ""]
     lines += coverage_banner(block)
     lines += [f"**Summary.** {s['questions']} questions answered elsewhere by {block.get('system')}; official F1 "
-              f"{_f(f1['overall']['mean'])}% [{_f(f1['overall']['ci_low'])}, {_f(f1['overall']['ci_high'])}].", ""]
+              f"{num(f1['overall']['mean'])}% {interval(f1['overall']['ci_low'], f1['overall']['ci_high'])}.", ""]
     lines += imported_sections(run, s, conversations, order)
     path = run.path / "report.md"
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "\n".join(lines))
     html = write_run_html(run, conversations, path)
     run.update_manifest(report={"written_at": utc_now(), "path": str(path), "html": str(html)})
     return path, [], s

@@ -14,8 +14,11 @@ from typing import Any, Sequence
 
 from locomo_kit.imported.identity import SOURCE_PROTOCOL, imported
 from locomo_kit.reports.comparison import compare
+from locomo_kit.reports.judges import shared_judges_lines
+from locomo_kit.reports.numbers import num, signed, signed_interval
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_scores
+from locomo_kit.runs.verdicts import VERDICTS_PROTOCOL
 
 SECTION = "Answered elsewhere, scored here"
 
@@ -41,7 +44,7 @@ def imported_row(ref: str) -> dict[str, Any]:
                 if a["category"] != 5 and a.get("imported", {}).get("verdict") is not None]
     kit = {}
     for j in run.records("judgements.jsonl"):
-        if j["protocol"] != SOURCE_PROTOCOL and j["answer_config_key"] == key and j.get("n_ok"):
+        if j["protocol"] not in (SOURCE_PROTOCOL, VERDICTS_PROTOCOL) and j["answer_config_key"] == key and j.get("n_ok"):
             kit.setdefault(j["protocol"], []).append(j["mean"] >= (50 if j["protocol"] == "playbook" else 0.5))
     c = block["coverage"]
     return {"system": block["system"], "run_id": run.run_id, "path": str(run.path), "questions": len(scores),
@@ -80,12 +83,9 @@ def imported_paired(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _f(v: Any, digits: int = 1) -> str:
-    return "–" if v is None else f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-
-
-def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """The leaderboard's section for imported runs (empty when there are none)."""
+def imported_lines(rows: list[dict[str, Any]], judge: str | None = None) -> list[str]:
+    """The leaderboard's section for imported runs (empty when there are none); ``judge``: J under that one judge
+    (a verdict set's name) for every run that has it, and which runs lack it (default: every judge they share)."""
     if not rows:
         return []
     lines = [f"## {SECTION}", "",
@@ -96,17 +96,20 @@ def imported_lines(rows: list[dict[str, Any]]) -> list[str]:
              "| system | coverage | n (cats 1-4) | official F1 % | Mem0 F1 % | answer words | J (source) % | claimed J % | "
              "J (kit) % | answerer | run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        kit = "; ".join(f"{p} {_f(v)}" for p, v in sorted(r["j_kit"].items())) or "–"
-        lines.append(f"| {r['system']} | {r['coverage']} | {r['questions']} | {_f(r['locomo_f1'])} | {_f(r['mem0_f1'])} | "
-                     f"{_f(r['answer_words'])} | {_f(r['j_source'])} | {_f(r['claim'])} | {kit} | {r['answerer']} | "
+        kit = "; ".join(f"{p} {num(v)}" for p, v in sorted(r["j_kit"].items())) or "–"
+        lines.append(f"| {r['system']} | {r['coverage']} | {num(r['questions'])} | {num(r['locomo_f1'])} | {num(r['mem0_f1'])} | "
+                     f"{num(r['answer_words'])} | {num(r['j_source'])} | {num(r['claim'])} | {kit} | {r['answerer']} | "
                      f"`{r['run_id']}` |")
     paired = imported_paired(rows)
     lines += [""]
     if paired:
         lines += ["Paired differences of official F1 between imported runs over the same questions (paired bootstrap "
                   "95% interval):", "", "| system | against | n | difference [95% CI] | verdict |", "|---|---|---|---|---|"]
-        lines += [f"| {p['system']} | {p['baseline']} | {p['n']} | {p['diff']:+.1f} [{p['ci_low']:+.1f}, "
-                  f"{p['ci_high']:+.1f}] | {p['verdict']} |" for p in paired] + [""]
+        lines += [f"| {p['system']} | {p['baseline']} | {num(p['n'])} | {signed(p['diff'])} "
+                  f"{signed_interval(p['ci_low'], p['ci_high'])} | {p['verdict']} |" for p in paired] + [""]
     else:
         lines += ["No two imported runs answer the same questions: no paired difference is shown.", ""]
+    lines += shared_judges_lines([_run(r["path"]) for r in rows], judge=judge,  # J for every run that has the judge,
+                                 heading="### J on one footing: " + (f"under {judge}" if judge else  # and who lacks it
+                                                                      "the judges these runs share"))
     return lines

@@ -8,8 +8,7 @@ Both read a run summary (:func:`locomo_kit.reports.summary.summarize_run`).
 
 from __future__ import annotations
 
-from typing import Any
-
+from locomo_kit.reports.numbers import interval, num
 from locomo_kit.reports.summary import judge_tables
 from locomo_kit.runs.records import load_answers, load_judgements
 from locomo_kit.scoring.calibration import calibration_rates
@@ -22,10 +21,6 @@ def _overall(rows: list[dict]) -> dict | None:
     return next((r for r in rows if r.get("category") == "overall"), None)
 
 
-def _num(v: Any) -> str:
-    return "–" if v is None else f"{v:.1f}"
-
-
 def console_lines(summary: dict) -> list[str]:
     """One line per judged protocol (J overall with its 95% interval), one per calibration rate."""
     lines = []
@@ -33,11 +28,11 @@ def console_lines(summary: dict) -> list[str]:
     for protocol in ("mem0", "strict", "playbook"):
         row = _overall(summary["judge"].get(protocol) or [])
         if row:
-            lines.append(f"J ({protocol}, {SCALE[protocol]}, judged by {models.get(protocol, '?')}): {_num(row['mean'])} "
-                         f"[{_num(row.get('ci_low'))}, {_num(row.get('ci_high'))}] over {row['count']} questions")
+            lines.append(f"J ({protocol}, {SCALE[protocol]}, judged by {models.get(protocol, '?')}): {num(row['mean'])} "
+                         f"{interval(row.get('ci_low'), row.get('ci_high'))} over {row['count']} questions")
     for r in summary.get("calibration") or []:
         lines.append(f"calibration ({r['protocol']}, {r['judge_model']}): {r['kind']} answers {r['rate_name']} "
-                     f"{_num(r['rate'])}% of {r['items']} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]")
+                     f"{num(r['rate'])}% of {r['items']} {interval(r['ci_low'], r['ci_high'])}")
     return lines + [f"WARNING: {reason}" for reason in concerns(summary)]
 
 
@@ -51,8 +46,8 @@ def concerns(summary: dict, limit: float = VAGUE_FALSE_ACCEPT_LIMIT) -> list[str
                        "answers inflates J")
     for r in summary.get("calibration") or []:
         if r["kind"] == "vague-topical" and r["rate"] is not None and r["rate"] > limit:
-            out.append(f"the judge {r['judge_model']} ({r['protocol']}) accepted {r['rate']:.0f}% of {r['items']} "
-                       f"vague non-answers in the calibration set (above {limit:.0f}%): it rewards answers that are "
+            out.append(f"the judge {r['judge_model']} ({r['protocol']}) accepted {num(r['rate'], 0)}% of {r['items']} "
+                       f"vague non-answers in the calibration set (above {num(limit, 0)}%): it rewards answers that are "
                        "on topic but wrong")
     return out
 

@@ -1,7 +1,7 @@
 """Every question across several runs: one row per question, one cell per run (did it get it right, did the
 evidence reach its context, its answer, scores, judge verdicts and retrieved context).
 
-Each run's cells come from :func:`locomo_kit.reports.questions.question_rows` (the data of that run's own
+Each run's cells come from :func:`locomo_kit.reports.questions.explorer_data` (the data of that run's own
 ``report.html``), so a question reads the same in both pages. Across runs a question is *right* on one
 common basis, stated with the table: the judge, when every run was judged by the same judge setup
 (protocol, model, prompt) on every question, else official F1 ≥ 0.5. A wrong answer is *the memory lost
@@ -19,9 +19,11 @@ import pandas as pd
 
 from locomo_kit.dataset import Conversation, DatasetError, load_dataset
 from locomo_kit.paths import default_dataset_path
-from locomo_kit.reports.errors import CORRECT_F1, correctness, failure
-from locomo_kit.reports.questions import GOLD_KEYS, question_rows
+from locomo_kit.reports.errors import correctness, failure
+from locomo_kit.reports.question_records import GOLD_KEYS
+from locomo_kit.reports.questions import explorer_data
 from locomo_kit.runs import ANSWERS_FILE, RunFolder
+from locomo_kit.scoring.rules import DEFAULT_BASIS
 
 PROTOCOL_ORDER = ("mem0", "strict", "playbook")  # the judge basis preferred when several are shared
 QUESTION_FIELDS = ("sample_id", "question_index", "category", "category_name", "question", "gold", "gold_audited",
@@ -70,7 +72,7 @@ def _basis(per_run: list[dict[tuple[str, int], dict]], gold_keys: list[str]) -> 
 
 def basis_label(basis: tuple[str, str, str] | None) -> str:
     if basis is None:
-        return f"official F1 ≥ {CORRECT_F1}"
+        return f"official {DEFAULT_BASIS.label}"
     protocol, model, prompt = basis
     rule = "playbook J ≥ 50" if protocol == "playbook" else "mem0 label (majority of runs)"
     return f"{rule}, judged by {model} ({prompt})"
@@ -84,7 +86,9 @@ def _outcome(row: dict, gold: str, basis: tuple[str, str, str] | None) -> dict |
     if basis is not None:
         judgements = row["judgements"]["audited"] if gold == "audited" and row["gold_changed"] else row["judgements"]["original"]
         judgement = next((j for j in judgements if j and (j["protocol"], j["judge_model"], j["prompt_version"]) == basis), None)
-    ok, _ = correctness(score, judgement)
+    answer = {"prediction": row.get("prediction"), "category": row.get("category"),
+              "gold": row.get("gold_audited") if gold == "audited" and row.get("gold_changed") else row.get("gold")}
+    ok, _ = correctness(score, judgement, answer)
     reach = score.get("evidence_recall")
     if reach is None:
         reach = score.get("coverage")
@@ -108,7 +112,7 @@ def build_question_table(runs: Sequence[RunRef], conversations: list[Conversatio
     per_run: list[dict[tuple[str, int], dict]] = []
     run_keys: list[list[str]] = []
     for ref in runs:
-        data = question_rows(ref.folder, conversations)
+        data = explorer_data(ref.folder, conversations)
         turns.update(data["turns"])
         rows = {}
         for row in data["rows"]:

@@ -1,6 +1,6 @@
-"""Every question of a run as one row: what was asked, both gold answers, the prediction, every score,
-each judge run, and the retrieved memories with the evidence turns marked. The one source of the
-question explorer's data (``report.html``), built from the run folder's records only."""
+"""Every question of a run as the question explorer shows it (``report.html``): what was asked, both gold
+answers, the prediction, every score, each judge run, and the retrieved memories with the evidence turns
+marked; built from :func:`locomo_kit.reports.question_records.run_questions`, the run folder's records only."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ from typing import Any
 
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
 from locomo_kit.reports.errors import correctness, evidence_coverage, failure
+from locomo_kit.reports.question_records import GOLD_KEYS, run_questions
 from locomo_kit.runs import RunFolder
-from locomo_kit.runs.records import load_answers, load_judgements, load_scores
 from locomo_kit.scoring.gold import AuditEntry, audit_for
-from locomo_kit.scoring.gold_judging import audited_config_key
 from locomo_kit.scoring.judge import SENTINEL
-
-GOLD_KEYS = ("original", "audited")
+from locomo_kit.scoring.verdict_sets import run_verdict_sets
 
 
 def _audit(conversations: list[Conversation]) -> dict[tuple[str, int], AuditEntry]:
@@ -35,12 +33,13 @@ def _judgement(j: dict | None) -> dict | None:
                        for f in j.get("failed_runs", [])]}
 
 
-def _scores(score: dict | None, judgements: list[dict]) -> dict | None:
-    """One gold key's scores of a question, its outcome (correct?, on what basis) and, when wrong, why."""
+def _scores(score: dict | None, judgements: list[dict], answer: dict | None = None) -> dict | None:
+    """One gold key's scores of a question, its outcome (correct?, on what basis) and, when wrong, why
+    (``answer``: the prediction and this key's gold, for the rule-based basis)."""
     if score is None:
         return None
     main = next((j for j in judgements if j.get("n_ok")), None)
-    ok, basis = correctness(score, main)
+    ok, basis = correctness(score, main, answer)
     coverage = evidence_coverage(score)
     return {"locomo_f1": score["locomo_f1"], "mem0_f1": score.get("mem0_f1"), "bleu1": score.get("bleu1"),
             "evidence_recall": score.get("evidence_recall"), "coverage": coverage,
@@ -50,30 +49,23 @@ def _scores(score: dict | None, judgements: list[dict]) -> dict | None:
             "j": {j["protocol"]: j["mean"] for j in judgements if j.get("n_ok")}}
 
 
-def question_rows(run: RunFolder, conversations: list[Conversation],
+def explorer_data(run: RunFolder, conversations: list[Conversation],
                   audit: dict[tuple[str, int], AuditEntry] | None = None) -> dict[str, Any]:
-    """The explorer's data for ``run``: ``{"rows", "memories", "turns", "gold_keys", "judge_protocols"}``.
+    """The explorer's data for ``run``: ``{"rows", "memories", "turns", "gold_keys", "judge_protocols"}``, from
+    :func:`locomo_kit.reports.question_records.run_questions`.
 
     ``rows`` has one entry per answered question (sorted by sample and index). Memories are listed once
     in ``memories`` (rows refer to them by position, best first), and the text of every evidence turn is
     in ``turns`` (``"sample_id dia_id"`` → speaker and text).
     ``audit``: the audit entries (default: loaded when the run was scored under the audited key).
     """
-    manifest = run.manifest()
-    answers = load_answers(run, manifest.get("answer", {}).get("config_key"))
-    if not answers:
-        return {"rows": [], "memories": [], "turns": {}, "gold_keys": [], "judge_protocols": []}
-    key = answers[0]["config_key"]
-    scores = {g: {(s["sample_id"], s["question_index"]): s for s in load_scores(run, key, g)} for g in GOLD_KEYS}
-    if scores["audited"] and audit is None:
+    read = run_questions(run)
+    if not read.questions:
+        return {"rows": [], "memories": [], "turns": {}, "gold_keys": [], "judge_protocols": [], "judges": []}
+    if "audited" in read.gold_keys and audit is None:
         audit = _audit(conversations)
     audit = audit or {}
-    original_key, audited_key = key, audited_config_key(key)
-    judged: dict[tuple[str, int], dict[str, list[dict]]] = {}
-    for j in load_judgements(run):
-        if j["answer_config_key"] in (original_key, audited_key):
-            gold = "original" if j["answer_config_key"] == original_key else "audited"
-            judged.setdefault((j["sample_id"], int(j["question_index"])), {}).setdefault(gold, []).append(j)
+    key = read.config_key
 
     turn_index = {c.sample_id: c.turn_index() for c in conversations}
     turns: dict[str, dict] = {}
@@ -86,9 +78,10 @@ def question_rows(run: RunFolder, conversations: list[Conversation],
         if ref not in turns and t is not None:
             turns[ref] = {"speaker": t.speaker, "text": t.text, "image": t.image_caption}
 
+    sets, _ = run_verdict_sets(run, config_key=key)
     rows = []
-    for a in answers:
-        q = (a["sample_id"], int(a["question_index"]))
+    for question in read.questions:
+        a, q = question.answer, question.key
         entry = audit.get(q)
         evidence = list(a.get("evidence", []))
         evidence_audited = list(entry.evidence) if entry else evidence
@@ -105,11 +98,10 @@ def question_rows(run: RunFolder, conversations: list[Conversation],
                               "evidence": sorted(marked & set(sources))})
         for d in marked:
             keep_turn(a["sample_id"], d)
-        js = judged.get(q, {})
-        original_judgements = js.get("original", [])
+        original_judgements = question.judgements["original"]
         # under the audited key a changed question has its own judgements; the others keep the original ones
         changed = bool(entry and entry.answer_changed)
-        audited_judgements = js.get("audited", []) if changed else original_judgements
+        audited_judgements = question.judgements["audited"] if changed else original_judgements
         rows.append({
             "sample_id": a["sample_id"], "question_index": q[1], "category": a["category"],
             "category_name": a.get("category_name") or CATEGORY_NAMES.get(a["category"], ""),
@@ -120,12 +112,15 @@ def question_rows(run: RunFolder, conversations: list[Conversation],
             "evidence": evidence, "evidence_audited": evidence_audited,
             "prediction": a.get("prediction"), "search_ms": a.get("search_latency_ms"),
             "context_tokens": a.get("context_tokens"),
-            "scores": {"original": _scores(scores["original"].get(q), original_judgements),
-                       "audited": _scores(scores["audited"].get(q), audited_judgements)},
+            "scores": {"original": _scores(question.scores.get("original"), original_judgements, a),
+                       "audited": _scores(question.scores.get("audited"), audited_judgements,
+                                          dict(a, gold=entry.answer) if changed else a)},
             "judgements": {"original": [_judgement(j) for j in original_judgements],
-                           "audited": [_judgement(j) for j in js.get("audited", [])]},
+                           "audited": [_judgement(j) for j in question.judgements["audited"]]},
             "retrieved": retrieved,
+            "verdicts": {g: {vs.name: {"correct": vs.verdicts[g][q], "reason": vs.reasons.get(q, "")}
+                             for vs in sets if q in vs.verdicts.get(g, {})} for g in GOLD_KEYS},
         })
-    return {"rows": rows, "memories": memories, "turns": turns,
-            "gold_keys": [g for g in GOLD_KEYS if scores[g]],
-            "judge_protocols": sorted({j["protocol"] for js in judged.values() for j in js.get("original", [])})}
+    return {"rows": rows, "memories": memories, "turns": turns, "gold_keys": read.gold_keys,
+            "judges": [{"name": vs.name, "kind": vs.kind, "basis": vs.basis} for vs in sets],
+            "judge_protocols": sorted({j["protocol"] for q in read.questions for j in q.judgements["original"]})}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from locomo_kit.dataset import Conversation
 from locomo_kit.qa.retrieval import LABELS
+from locomo_kit.reports.numbers import num
 from locomo_kit.runs import RunFolder, ingestion_folder
 from locomo_kit.runs.records import INGEST_FILE, done_sessions, load_answers
 
@@ -63,6 +64,6 @@ def run_warnings(run: RunFolder, conversations: list[Conversation]) -> list[str]
     cons = m.get("consistency") or ingestion.manifest().get("consistency")
     if isinstance(cons, dict) and cons.get("probes") and not cons.get("consistent"):
         out.append(f"> **INDEX NOT CONSISTENT: only {cons['found']} of {cons['probes']} sampled memories were "
-                   f"findable by their own words after {cons['seconds']:.0f} s**; retrieval was measured on a "
+                   f"findable by their own words after {num(cons['seconds'], 0)} s**; retrieval was measured on a "
                    "half-built index.")
     return [line for pair in zip(out, [""] * len(out)) for line in pair]

@@ -22,9 +22,11 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
+from locomo_kit.paths import write_atomic
 from locomo_kit.reports.figures import save_figure
 from locomo_kit.reports.flips import flip_counts, flip_lines
 from locomo_kit.reports.html import TEMPLATES, render_markdown, render_page
+from locomo_kit.reports.numbers import num
 from locomo_kit.reports.question_table import RunRef, build_question_table, correct_vector
 
 SECTION_ID = "questions-across-runs"
@@ -64,10 +66,7 @@ def write_runs_page(markdown: Path, html: Path, title: str, table: dict[str, Any
     page = render_page(title, body, None, subtitle, kind="compare", section=render_section(table),
                        section_nav=(SECTION_ID, "Questions across runs"),
                        section_script=(TEMPLATES / "runs_explorer.js").read_text(encoding="utf-8"))
-    tmp = html.with_suffix(html.suffix + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(html)
-    return html
+    return write_atomic(html, page)
 
 
 OUTCOME_COLORS = ("#FFFFFF", "#55A868", "#DD8452", "#C44E52", "#B0B0B0")  # not answered, right, 3 kinds of wrong
@@ -110,7 +109,7 @@ def agreement_figure(table: dict[str, Any], path: Path, gold: str = "original", 
     for i in range(len(runs)):
         vec = [v for v in correct_vector(table, i, gold) if v is not None]
         acc = 100 * sum(vec) / len(vec) if vec else float("nan")
-        ax.text(1.005, (len(runs) - 1 - i + 0.5) / len(runs), f"{acc:.1f}% right", transform=ax.transAxes,
+        ax.text(1.005, (len(runs) - 1 - i + 0.5) / len(runs), f"{num(acc)}% right", transform=ax.transAxes,
                 fontsize=7, va="center")
     fig.legend(handles=[Patch(facecolor=c, edgecolor="#888888", label=label)
                         for c, label in zip(OUTCOME_COLORS, OUTCOME_LABELS)],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from locomo_kit.reports.numbers import num, pct
 from locomo_kit.scoring.session_recall import SESSION_KS
 
 EXPLANATION = (
@@ -15,10 +16,6 @@ EXPLANATION = (
     "averaged over the same questions: min(k, N)/N for R@k, 1 - C(N-e, k)/C(N, k) for hit@k with e evidence "
     "sessions. A system that retrieves fewer than k distinct sessions (a small context budget) is scored on what "
     "it retrieved; the table gives the mean number of distinct sessions retrieved.")
-
-
-def _pct(v: float | None) -> str:
-    return "–" if v is None else f"{100 * v:.1f}"
 
 
 def session_lines(diagnostics: list[dict[str, Any]]) -> list[str]:
@@ -36,10 +33,10 @@ def session_lines(diagnostics: list[dict[str, Any]]) -> list[str]:
     for d in rows:
         s = d["sessions"]
         cells = [f"{d['category']} {d['name']}" if d["category"] != "overall" else "overall", str(s["n"]),
-                 f"{s['sessions_retrieved']:.1f}"]
+                 num(s["sessions_retrieved"])]
         for k in SESSION_KS:
-            cells += [_pct(s["recall"][f"@{k}"]), _pct(s["chance_recall"][f"@{k}"])]
+            cells += [pct(s["recall"][f"@{k}"]), pct(s["chance_recall"][f"@{k}"])]
         for k in SESSION_KS:
-            cells += [_pct(s["hit"][f"@{k}"]), _pct(s["chance_hit"][f"@{k}"])]
+            cells += [pct(s["hit"][f"@{k}"]), pct(s["chance_hit"][f"@{k}"])]
         out.append("| " + " | ".join(cells) + " |")
     return out + [""]

@@ -136,11 +136,24 @@ def trace_totals(answered: list[dict]) -> dict[str, Any] | None:
     return out
 
 
+def latest_set(judgements: list[dict], protocol: str) -> list[dict]:
+    """The judgements of one protocol by one judge: a run judged under a protocol by several models (or prompt
+    versions, or numbers of runs) holds a verdict set for each; the tables show the latest, never a pool of them
+    (every set is in the judge matrix)."""
+    mine = [j for j in judgements if j["protocol"] == protocol]
+    sets: dict[tuple, list[dict]] = defaultdict(list)
+    for j in mine:
+        sets[(j["judge_model"], j["prompt_version"], j["n_runs"])].append(j)
+    if len(sets) <= 1:
+        return mine
+    return max(sets.values(), key=lambda js: max(str(j.get("created_at", "")) for j in js))
+
+
 def judge_tables(judgements: list[dict]) -> dict[str, list[dict]]:
-    """J per protocol: playbook (0-100), mem0 and strict (binary)."""
-    return {"playbook": playbook_j([j for j in judgements if j["protocol"] == "playbook"]),
-            "mem0": mem0_j([j for j in judgements if j["protocol"] == "mem0"]),
-            "strict": mem0_j([j for j in judgements if j["protocol"] == "strict"])}
+    """J per protocol: playbook (0-100), mem0 and strict (binary), each by its latest judge."""
+    return {"playbook": playbook_j(latest_set(judgements, "playbook")),
+            "mem0": mem0_j(latest_set(judgements, "mem0")),
+            "strict": mem0_j(latest_set(judgements, "strict"))}
 
 
 def audited_view(run: RunFolder, key: str, judgements_all: list[dict], judgements: list[dict]) -> dict[str, Any] | None:

@@ -25,13 +25,27 @@ def run_system(m: dict[str, Any], source: str) -> str:
     return system_label(m) if source == "memory" else "full conversation"
 
 
+def setting_value(v: Any) -> str:
+    """One setting as a table cell: text and numbers as they are, lists and mappings as compact JSON."""
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(v, sort_keys=True, default=str)
+    return "–" if v is None or v == "" else str(v)
+
+
 def fact_rows(m: dict[str, Any]) -> list[list[str]]:
+    """The system's rows of the run facts: what it is, then one row per setting it reported (the settings
+    that only place it, such as its port or database path, left out), each labelled as the system's own
+    option so that it is not read as the kit's retrieval settings."""
     w = m.get("system") or m.get("worker") or {}
     settings = w.get("settings")
-    if isinstance(settings, dict):
-        settings = {k: v for k, v in settings.items() if k not in PLACEMENT_SETTINGS}
-    return [["memory system", f"{system_label(m)} ({w.get('url', '–')})"],
-            ["system settings", json.dumps(settings, sort_keys=True, default=str) if settings else "–"]]
+    rows = [["memory system", f"{system_label(m)} ({w.get('url', '–')})"]]
+    if not isinstance(settings, dict):
+        return rows + [["system settings", "–" if not settings else setting_value(settings)]]
+    kept = {k: v for k, v in settings.items() if k not in PLACEMENT_SETTINGS}
+    if not kept:
+        return rows + [["system settings", "–"]]
+    name = w.get("name") or "the system"
+    return rows + [[f"system option `{k}` ({name}'s own)", setting_value(v)] for k, v in sorted(kept.items())]
 
 
 def source_phrase(m: dict[str, Any], source: str) -> str:

@@ -4,7 +4,6 @@ from locomo_kit.runs.folder import (
            RunConfig,
            RunFolder,
            RunStorageError,
-           default_ingest_id,
            git_commit,
            ingestion_folder,
            known_runs,
@@ -30,6 +29,6 @@ from locomo_kit.runs.records import (
 )
 
 __all__ = ["ANSWERS_FILE", "INGEST_FILE", "JUDGEMENTS_FILE", "RunConfig", "RunFolder", "RunStorageError",
-           "SCORES_FILE", "default_ingest_id", "done_sessions", "empty_sessions", "generation", "git_commit",
+           "SCORES_FILE", "done_sessions", "empty_sessions", "generation", "git_commit",
            "ingestion_folder", "known_runs", "load_answers", "load_judgements", "load_scores",
            "package_versions", "run_problems", "runs_root", "session_table", "slug", "utc_now", "worker_slug"]

@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator
 
-from locomo_kit.paths import PROJECT_ROOT, outputs_dir
+from locomo_kit.paths import checkout, outputs_dir, write_atomic
 
 TRACKED_PACKAGES = ("locomo-kit", "httpx", "anthropic", "openai", "nltk", "numpy", "pandas", "papermill")
 
@@ -60,11 +60,6 @@ def worker_slug(worker_url: str) -> str:
 def embedded_embedder() -> str:
     """The embedder the embedded memworker uses (it changes what the Worker stores)."""
     return os.environ.get("LOCOMO_EMBEDDER", "minilm")
-
-
-def default_ingest_id(sample: str, mode: str, worker_url: str) -> str:
-    """Deterministic, so that every run on the same sample, mode and Worker reuses one ingestion."""
-    return slug(f"{sample}-{mode}-{worker_slug(worker_url)}")
 
 
 @dataclass(frozen=True)
@@ -151,8 +146,12 @@ def ingestion_folder(ingest_id: str) -> "RunFolder":
 
 
 def git_commit() -> str | None:
+    """The checkout's commit; None for an installed kit or without git."""
+    root = checkout()
+    if root is None:
+        return None
     try:
-        out = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5)
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
@@ -167,14 +166,6 @@ def package_versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             versions[name] = None
     return versions
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _cut_torn_tail(path: Path, fh, size: int) -> int:
@@ -239,16 +230,9 @@ class RunFolder:
             else:
                 data[key] = value
         data["updated_at"] = utc_now()
-        tmp = self.manifest_path.with_suffix(".json.tmp")
         try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(data, indent=2, default=str))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.manifest_path)
-            _fsync_dir(self.path)
+            write_atomic(self.manifest_path, json.dumps(data, indent=2, default=str), fsync=True)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise _storage_error(self.manifest_path, exc) from None
         return data
 

@@ -7,10 +7,10 @@ LoCoMo audit's corrected answers and evidence ids). Retrieval diagnostics use th
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 
 from locomo_kit.dataset import Conversation
+from locomo_kit.paths import write_atomic
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.runs.records import SCORES_FILE
 from locomo_kit.scoring.diagnostics import (
@@ -118,10 +118,5 @@ def score_answers(run: RunFolder, answers: list[dict], conversations: list[Conve
     keys = {s.config_key for s in scores}
     kept = [r for r in run.records(SCORES_FILE) if r.get("config_key") not in keys]
     run.create()
-    path = run.path / SCORES_FILE
-    tmp = path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in kept + [asdict(s) for s in scores]:
-            fh.write(json.dumps(r) + "\n")
-    os.replace(tmp, path)
+    write_atomic(run.path / SCORES_FILE, (json.dumps(r) + "\n" for r in kept + [asdict(s) for s in scores]))
     return scores

@@ -203,6 +203,8 @@ class MemorySystem(ABC):
       one session transcript). Named in the run id and the report.
     - ``system_options``: the :class:`SystemOption` s it takes (``locomo-kit systems`` lists them);
       anything else given raises ``ValueError`` before any work.
+    - ``stored_noun``: what the console calls what it stores per session (``"turns"``, ``"observations"``;
+      default ``"memories"``).
     - ``keyword_fusion``: False when the kit's keyword fusion (``--query-strategy keywords``: one
       search per content word, fused by reciprocal rank) is meaningless for it; such a run is refused
       before anything is ingested.
@@ -214,6 +216,7 @@ class MemorySystem(ABC):
     unit: ClassVar[str] = "turns"
     system_options: ClassVar[tuple[SystemOption, ...]] = ()
     keyword_fusion: ClassVar[bool] = True
+    stored_noun: ClassVar[str] = "memories"
     # Capabilities only some systems have (the claude-mem Workers: see locomo_kit.systems.workers). The
     # defaults are those of a system that stores synchronously, as it is given, in its own store.
     compresses: bool = False  # it rewrites what it is given (a compressor): the kit measures what survives

@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from locomo_kit.paths import write_atomic
+
 MARKER = ".complete"
 
 
@@ -192,9 +194,7 @@ def _npm_install(spec: EnvironmentSpec, env: Path) -> None:
 
 
 def _write_marker(env: Path, record: dict) -> None:
-    tmp = env / (MARKER + ".part")
-    tmp.write_text(json.dumps(record, indent=1))
-    os.replace(tmp, env / MARKER)
+    write_atomic(env / MARKER, json.dumps(record, indent=1))
 
 
 def repair_scripts(env: Path) -> int:

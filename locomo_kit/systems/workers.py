@@ -67,6 +67,7 @@ class WorkerSystem(MemorySystem):
     )
     worker_records = True
     read_your_writes = True
+    stored_noun = "observations"
 
     def __init__(self, store: Path, url: str = EMBEDDED, mode: str = "transcript", session_timeout: float = 180.0,
                  poll_interval: float = 3.0, ready_timeout: float = 120.0) -> None:

@@ -5,7 +5,7 @@
   const { fmt, el, compareKeys: compare } = window.locomoUI;
   const data = JSON.parse(document.getElementById("explorer-data").textContent);
   const state = { category: "", outcome: "", gold: data.gold_keys[0] || "original", changedOnly: false,
-                  text: "", sort: "index", desc: false, open: new Set() };
+                  text: "", right: "", wrong: "", sort: "index", desc: false, open: new Set() };
 
   const scoresOf = (row, gold) => row.scores[gold] || row.scores.original;
   const goldOf = (row, gold) => (gold === "audited" && row.gold_changed ? row.gold_audited : row.gold);
@@ -25,6 +25,9 @@
     if (s.outcome === "correct" && !sc.correct) return false;
     if (s.outcome === "wrong" && sc.correct) return false;
     if ((s.outcome === "memory" || s.outcome === "answerer") && sc.failure !== s.outcome) return false;
+    const verdicts = (row.verdicts || {})[s.gold] || {};  // each judge's verdict: "right by A, wrong by B"
+    if (s.right && !(verdicts[s.right] && verdicts[s.right].correct === true)) return false;
+    if (s.wrong && !(verdicts[s.wrong] && verdicts[s.wrong].correct === false)) return false;
     return !s.text || haystack(row).includes(s.text.toLowerCase());
   }
 
@@ -66,6 +69,10 @@
         " · " + outcomeOf(s) + " (" + s.basis + ")");
     }
     add("evidence", (state.gold === "audited" ? row.evidence_audited : row.evidence).join(", ") || "none listed");
+    const verdicts = (row.verdicts || {})[state.gold] || {};
+    for (const [name, v] of Object.entries(verdicts)) {
+      add("judge: " + name, (v.correct ? "right" : "wrong") + (v.reason ? " — " + v.reason : ""));
+    }
     box.append(facts);
     for (const g of data.gold_keys) {
       for (const j of row.judgements[g] || []) box.append(...window.locomoUI.judgement(j, g));
@@ -108,6 +115,10 @@
   bind("f-outcome", "change", (t) => { state.outcome = t.value; });
   bind("f-gold", "change", (t) => { state.gold = t.value; });
   bind("f-changed", "change", (t) => { state.changedOnly = t.checked; });
+  if (document.getElementById("f-right")) {
+    bind("f-right", "change", (t) => { state.right = t.value; });
+    bind("f-wrong", "change", (t) => { state.wrong = t.value; });
+  }
   bind("f-text", "input", (t) => { state.text = t.value.trim(); });
   for (const th of document.querySelectorAll("#explorer-table th[data-sort]")) {
     th.addEventListener("click", () => {

@@ -106,8 +106,7 @@
           fmt(s.evidence_recall, 2) + " · answer in context " +
           (s.answer_in_context === null || s.answer_in_context === undefined ? "–" : s.answer_in_context ? "yes" : "no"));
       }
-      add("search", fmt(c.search_ms, 1) + " ms · " + (c.context_tokens === null || c.context_tokens === undefined ? "–"
-        : c.context_tokens) + " context tokens");
+      add("search", fmt(c.search_ms, 1) + " ms · " + fmt(c.context_tokens, 0) + " context tokens");
       box.append(facts);
       for (const g of data.gold_keys) for (const j of c.judgements[g] || []) if (j) box.append(...window.locomoUI.judgement(j, g));
       box.append(...window.locomoUI.context(c.retrieved, data.memories,

@@ -3,7 +3,13 @@
 // are shown. No dependencies; exposed as window.locomoUI.
 (function () {
   "use strict";
-  const fmt = (v, digits) => (v === null || v === undefined ? "–" : Number(v).toFixed(digits));
+  // numbers as every page of the kit writes them (locomo_kit/reports/numbers.py): a missing one is "–",
+  // thousands separated, a fixed number of digits, zero never "-0.0"
+  const fmt = (v, digits) => {
+    if (v === null || v === undefined || !Number.isFinite(Number(v))) return "–";
+    const text = Number(v).toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+    return /^-[0.,]*$/.test(text) ? text.slice(1) : text;
+  };
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);

@@ -13,7 +13,6 @@ stderr. The system's version is its package's (npm ``package.json``, Python meta
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from locomo_kit.dataset import Conversation, Session
+from locomo_kit.paths import write_atomic
 from locomo_kit.systems.base import (
     Health,
     Identity,
@@ -269,11 +269,7 @@ class MCPSystem(MemorySystem):
         if cid in self._locators:
             return
         lines = conversation_lines(conversation)
-        path = self._lines_file(cid)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".part")
-        tmp.write_text(json.dumps(lines, ensure_ascii=False))
-        os.replace(tmp, path)
+        write_atomic(self._lines_file(cid), json.dumps(lines, ensure_ascii=False))
         self._locators[cid] = TurnLocator(lines)
 
     def _lines_file(self, conversation_id: str) -> Path:
@@ -300,9 +296,7 @@ class MCPSystem(MemorySystem):
             path = self.data / "sessions" / render(p.session_file, {"conversation": cid, **base})
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists() or path.read_text(encoding="utf-8") != text:
-                tmp = path.with_name(path.name + ".part")
-                tmp.write_text(text, encoding="utf-8")
-                os.replace(tmp, path)
+                write_atomic(path, text)
             before = self.held(cid)
             self._tool(cid, p.write, {**base, "session_file": str(path), "session_text": text})
             held = self.held(cid)
