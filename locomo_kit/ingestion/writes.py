@@ -106,7 +106,7 @@ def check_lines(check: dict[str, Any] | None) -> list[str]:
             lines.append(f"WARNING: {r['conversation']}: what it holds could not be counted: {r['error']}")
     if check.get("problem"):
         lines.insert(0, f"{check['problem']}: every number of a run on it understates a system that keeps what it "
-                        "acknowledges; find which writes it drops (`locomo-kit systems check`)")
+                        "acknowledges; find which writes it drops with `locomo-kit systems check SYSTEM`")
     return lines
 
 

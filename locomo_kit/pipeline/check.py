@@ -61,7 +61,7 @@ def _raw_lines(calls: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _count(system: MemorySystem, check: SystemCheck, conv: Conversation, when: str) -> int | None:
+def _count(system: MemorySystem, *, check: SystemCheck, conv: Conversation, when: str) -> int | None:
     since = len(getattr(system, "calls", None) or [])
     try:
         held = system.held(conv.sample_id)
@@ -77,7 +77,7 @@ def _count(system: MemorySystem, check: SystemCheck, conv: Conversation, when: s
     return held
 
 
-def _search(system: MemorySystem, check: SystemCheck, conv: Conversation, query: str, what: str,
+def _search(system: MemorySystem, *, check: SystemCheck, conv: Conversation, query: str, what: str,
             wanted: list[str], known: set[str]) -> None:
     since = len(getattr(system, "calls", None) or [])
     try:
@@ -122,7 +122,7 @@ def _search(system: MemorySystem, check: SystemCheck, conv: Conversation, query:
                                   "result: make each group match its part of the answer, or leave it out")
 
 
-def _write_key_lines(system: MemorySystem, check: SystemCheck, held: int | None, acknowledged: int) -> None:
+def _write_key_lines(system: MemorySystem, *, check: SystemCheck, held: int | None, acknowledged: int) -> None:
     profile = getattr(system, "profile", None)
     if held is None or system.transforms or held >= acknowledged:
         return
@@ -149,7 +149,7 @@ def check_system(system: SystemSpec | ResolvedSystem | str, *, sample: str = "co
     try:
         folder = RunFolder("check", root=root)
         with resolved.open(folder) as opened:
-            _run(opened, check, conv)
+            _run(opened, check=check, conv=conv)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     check.mistakes = list(dict.fromkeys(check.mistakes))
@@ -159,7 +159,7 @@ def check_system(system: SystemSpec | ResolvedSystem | str, *, sample: str = "co
     return check
 
 
-def _run(system: MemorySystem, check: SystemCheck, conv: Conversation) -> None:
+def _run(system: MemorySystem, *, check: SystemCheck, conv: Conversation) -> None:
     if hasattr(system, "calls"):
         system.calls = []
     ident = system.identity()
@@ -168,7 +168,7 @@ def _run(system: MemorySystem, check: SystemCheck, conv: Conversation) -> None:
     check.lines.append(f"on {conv.sample_id}, sessions 1-{len(conv.sessions)} "
                        f"({sum(len(s.turns) for s in conv.sessions)} turns), in a store of its own:")
     system.forget(conv.sample_id)
-    _count(system, check, conv, "an empty")
+    _count(system, check=check, conv=conv, when="an empty")
     acknowledged = 0
     writes_since = len(getattr(system, "calls", None) or [])
     for session in conv.sessions:
@@ -188,18 +188,20 @@ def _run(system: MemorySystem, check: SystemCheck, conv: Conversation) -> None:
     for c in writes[:SHOWN_WRITES]:
         check.lines.append(f"    write {c['tool']}({_short(c['arguments'], 240)}) -> "
                            f"{_short(c['result'].get('error') or c['result'].get('text'), 120)}")
-    held = _count(system, check, conv, "the filled")
+    held = _count(system, check=check, conv=conv, when="the filled")
     check.figures.update(acknowledged=acknowledged, held=held)
     check.lines.append(f"  held {held if held is not None else '?'} of the {acknowledged} writes it acknowledged")
-    _write_key_lines(system, check, held, acknowledged)
+    _write_key_lines(system, check=check, held=held, acknowledged=acknowledged)
     known = {t.dia_id for s in conv.sessions for t in s.turns}
     turn = max(conv.sessions[0].turns, key=lambda t: len(t.text))
-    _search(system, check, conv, turn.text, f"a stored turn's own words ({turn.dia_id})", [turn.dia_id], known)
+    _search(system, check=check, conv=conv, query=turn.text, what=f"a stored turn's own words ({turn.dia_id})",
+            wanted=[turn.dia_id], known=known)
     asked = next((q for q in questions(conv) if q.category in (1, 2, 3, 4) and q.evidence
                   and set(q.evidence) <= known), None)
     if asked is not None:
-        _search(system, check, conv, asked.question, f"a LoCoMo question (evidence {', '.join(asked.evidence)})",
-                list(asked.evidence), known)
+        _search(system, check=check, conv=conv, query=asked.question,
+                what=f"a LoCoMo question (evidence {', '.join(asked.evidence)})", wanted=list(asked.evidence),
+                known=known)
     system.forget(conv.sample_id)
     if check.ok:
         check.lines.append("no known mistake found: run `locomo-kit run --sample conv-26 --system "

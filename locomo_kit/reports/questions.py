@@ -44,6 +44,7 @@ def _scores(score: dict | None, judgements: list[dict], answer: dict | None = No
     return {"locomo_f1": score["locomo_f1"], "mem0_f1": score.get("mem0_f1"), "bleu1": score.get("bleu1"),
             "evidence_recall": score.get("evidence_recall"), "coverage": coverage,
             "reciprocal_rank": score.get("reciprocal_rank"), "answer_in_context": score.get("answer_in_context"),
+            "trace": score.get("trace"), "coverage_method": score.get("coverage_method"),
             "correct": ok, "basis": basis, "failure": failure(ok, coverage),
             "j": {j["protocol"]: j["mean"] for j in judgements if j.get("n_ok")}}
 

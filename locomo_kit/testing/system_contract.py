@@ -209,7 +209,7 @@ class SystemContract:
             f"{system.name} acknowledged {acknowledged} writes of {conv.sample_id}'s first {len(conv.sessions)} "
             f"sessions and holds {held}: it lost {acknowledged - held} of them. A write key that repeats (the server "
             "keeps one item per key and overwrites it) is the usual cause: make each write's key unique, e.g. "
-            "{dia_id} in an MCP profile; `locomo-kit systems check` shows the writes. A system that rewrites what "
+            "{dia_id} in an MCP profile; `locomo-kit systems check SYSTEM` shows the writes. A system that rewrites what "
             "it is given declares it (its class's ``transforms``).")
 
     def test_count_on_an_empty_store(self, system, conversations):

@@ -61,7 +61,10 @@
     for (const g of data.gold_keys) {
       const s = row.scores[g];
       if (s) add("scores (" + g + " key)", "official F1 " + fmt(s.locomo_f1, 2) + " · Mem0 F1 " + fmt(s.mem0_f1, 2) +
-        " · BLEU-1 " + fmt(s.bleu1, 2) + " · evidence recall " + fmt(s.evidence_recall, 2) +
+        " · BLEU-1 " + fmt(s.bleu1, 2) + " · evidence recall " +
+        (s.evidence_recall === null && s.trace && s.trace.retrieved ? "not measured" : fmt(s.evidence_recall, 2)) +
+        (s.trace && s.trace.retrieved ? " · retrieved memories traced: " + s.trace.turn_ids + " by turn id, " +
+          s.trace.text + " by text, " + s.trace.none + " not placed" : "") +
         " · answer in context " + (s.answer_in_context === null ? "–" : s.answer_in_context ? "yes" : "no") +
         " · " + outcomeOf(s) + " (" + s.basis + ")");
     }
