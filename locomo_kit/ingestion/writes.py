@@ -98,9 +98,9 @@ def check_lines(check: dict[str, Any] | None) -> list[str]:
     if not check or not check.get("conversations"):
         return []
     counted = [r for r in check["conversations"] if r.get("held") is not None]
-    lines = [f"held after ingestion: {check['held']} of {check['acknowledged']} memories acknowledged "
-             f"({check['declaration']})" if counted else
-             f"held after ingestion: not counted ({check['declaration']})"]
+    lines = [f"held after ingestion: {check['held']} of {check['acknowledged']} memories acknowledged; it "
+             f"{check['declaration']}" if counted else
+             f"held after ingestion: not counted; it {check['declaration']}"]
     for r in check["conversations"]:
         if r.get("error"):
             lines.append(f"WARNING: {r['conversation']}: what it holds could not be counted: {r['error']}")
