@@ -305,7 +305,7 @@ def test_the_widest_measured_table_fits_too(browser, tmp_path):
     for i in range(5):
         rows.append({"system": f"mem0 2.2.1 (Mem0 without LLM extraction, variant {i}) at http://127.0.0.1:3777{i}",
                      "status": "ok" if i else "PARTIAL", "budget": 16000, "questions": 1540, "evidence_recall": 99.9,
-                     "recall@10": 99.9, "session_recall@10": 100.0, "session_recall@10_chance": 100.0,
+                     "traced": 100.0, "recall@10": 99.9, "session_recall@10": 100.0, "session_recall@10_chance": 100.0,
                      "session_hit@5": 100.0, "session_hit@5_chance": 100.0, "sessions_retrieved": 10.0,
                      "locomo_f1": 100.0, "mem0_f1": 100.0, "j_mem0": 100.0, "j_strict": 100.0, "j_playbook": 100.0,
                      "ingest_s": 123456.7, "search_p50_ms": 12345.67, "search_p95_ms": 123456.78,
@@ -313,7 +313,7 @@ def test_the_widest_measured_table_fits_too(browser, tmp_path):
     md = tmp_path / "leaderboard.md"
     md.write_text("\n".join(["# wide", "", "## Measured here", ""] + leaderboard_lines(rows) + [""]), encoding="utf-8")
     opened = Opened(browser, leaderboard_html(md, "wide"))
-    assert opened.errors == [] and opened.page.locator("h2:has-text('Measured here') ~ table thead th").count() == 16
+    assert opened.errors == [] and opened.page.locator("h2:has-text('Measured here') ~ table thead th").count() == 17
     assert_measured_table_fits(opened)
     opened.page.close()
 

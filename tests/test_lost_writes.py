@@ -153,7 +153,7 @@ def test_read_your_writes_for_any_system_the_same_turns_for_each(outputs, capsys
     assert main(["ingest", "--sample", "conv-26@s3", "--system", "bm25"]) == 0
     out = capsys.readouterr().out
     probe = _ingestion(out).manifest()["read_your_writes"]
-    assert "read-your-writes: 10 of 10 sampled writes found by their own words" in out
+    assert "its own writes: 10 of 10 sampled turns found by searching their own words" in out
     assert (probe["sampled"], probe["found"], probe["missed"], probe["warning"]) == (10, 10, [], None)
 
     assert main(["ingest", "--sample", "conv-26@s3", "--system", "support.broken_systems:Unplaceable"]) == 0

@@ -35,7 +35,7 @@ def test_bm25_run_names_the_system_and_reuses_its_index(capsys, tmp_path):
     text = report.read_text()
     head = text.split("## 1.")[0]
     assert "bm25 0.3.16, extractive, context budget 1,000 tokens" in head
-    assert "| memory system | bm25 0.3.16 (in-process) |" in head and '"k1": 1.5' in head
+    assert "| memory system | bm25 0.3.16 (in-process) |" in head and "| system option `k1` (bm25's own) | 1.5 |" in head
     assert "INCOMPLETE" not in head
     manifest = json.loads((report.parent / "manifest.json").read_text())
     assert manifest["system"]["name"] == "bm25" and manifest["system"]["version"] == "0.3.16"

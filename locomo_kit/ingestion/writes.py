@@ -157,7 +157,7 @@ def own_writes_lines(probe: dict[str, Any] | None) -> list[str]:
     """The console lines of :func:`own_writes`."""
     if not probe:
         return []
-    line = (f"read-your-writes: {probe['found']} of {probe['sampled']} sampled writes found by their own words"
+    line = (f"its own writes: {probe['found']} of {probe['sampled']} sampled turns found by searching their own words"
             + (f" (not found: {', '.join(probe['missed'][:5])}{' …' if len(probe['missed']) > 5 else ''})"
                if probe["missed"] else ""))
     return [f"WARNING: {probe['warning']}"] if probe.get("warning") else [line]

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence, TextIO
 
+from locomo_kit.reports.numbers import num
+
 # Peak resident memory (MiB) of one system's leaderboard job: its process plus its largest child process (its
 # Worker, or the host in its own environment), measured on conv-26 with --jobs 2 (docs/leaderboard.md, "Running
 # systems in parallel") and rounded up. ASSUMED_MIB stands for any system not listed (an MCP server, claude-mem's
@@ -211,8 +213,8 @@ def run_jobs(jobs: Sequence[Job], *, workers: int, lines: Lines | None = None,
             elif kind == "done":
                 results[name] = payload
                 running.pop(name).join()
-                peak = f", peak {payload.peak_mib:,.0f} MiB" if payload.peak_mib else ""
-                lines.set(name, f"done in {payload.seconds:,.0f} s{peak}" if not payload.error
+                peak = f", peak {num(payload.peak_mib, 0)} MiB" if payload.peak_mib else ""
+                lines.set(name, f"done in {num(payload.seconds, 0)} s{peak}" if not payload.error
                           else f"FAILED: {payload.error}")
     except KeyboardInterrupt:
         stop(list(running.values()), grace_s=grace_s)

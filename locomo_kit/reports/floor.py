@@ -14,8 +14,9 @@ import statistics
 from typing import Any
 
 from locomo_kit.dataset import CATEGORY_NAMES, Conversation
-from locomo_kit.paths import outputs_dir
+from locomo_kit.paths import outputs_dir, write_atomic
 from locomo_kit.qa.extractive import ExtractiveAnswerer
+from locomo_kit.reports.numbers import num
 from locomo_kit.scoring.locomo_f1 import locomo_f1
 
 FLOOR_VERSION = "floor-v1"  # bump when the extractive answerer changes what it says with no memories
@@ -36,10 +37,7 @@ def extractive_floor_scores(conv: Conversation) -> dict[int, float]:
     answerer = ExtractiveAnswerer()
     scores = {q.index: locomo_f1(answerer.answer(q.question, []), q.answer if q.category != 5 else "", q.category)
               for q in conv.questions}
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(scores), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, json.dumps(scores))
     return scores
 
 
@@ -74,7 +72,6 @@ def floor_lines(floor: dict[str, Any]) -> list[str]:
     lines += ["| category | n | no memory | this run |", "|---|---|---|---|"]
     for r in floor["rows"]:
         name = f"{r['category']} {r['name']}" if r["category"] != "overall" else "overall"
-        fl = "–" if r["floor"] is None else f"{r['floor']:.1f}"
-        run = "–" if r["run"] is None else f"{r['run']:.1f}"
+        fl, run = num(r["floor"]), num(r["run"])
         lines.append(f"| {name} | {r['n']} | {fl} | {run} |")
     return lines + [""]

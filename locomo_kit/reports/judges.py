@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from locomo_kit.dataset import CATEGORY_NAMES
+from locomo_kit.reports.numbers import num
 from locomo_kit.runs import RunFolder
 from locomo_kit.scoring.agreement import fleiss_kappa, pair_agreement, proportion
 from locomo_kit.scoring.verdict_sets import VerdictSet, run_verdict_sets
@@ -285,7 +286,7 @@ def judges_figure(m: dict[str, Any], path: Path, key: str = "original") -> Path:
     for a in range(len(names)):
         for b in range(len(names)):
             value = kappa.iloc[a, b]
-            right.text(b, a, "–" if value != value else f"{value:.2f}", ha="center", va="center", fontsize=7)
+            right.text(b, a, num(value, 2), ha="center", va="center", fontsize=7)
     right.set_title("Cohen's kappa between judges", fontsize=10)
     fig.colorbar(im, ax=right, fraction=0.046)
     fig.tight_layout()

@@ -17,7 +17,7 @@ from locomo_kit.reports.floor import floor_lines, floor_rows
 from locomo_kit.reports.html import write_run_html
 from locomo_kit.reports.imported import build_imported_report
 from locomo_kit.reports.judges import judge_matrix, matrix_lines
-from locomo_kit.reports.numbers import interval, markdown_table, num
+from locomo_kit.reports.numbers import interval, markdown_table, num, pct
 from locomo_kit.reports.pending import failed_answers, incomplete_judgements
 from locomo_kit.reports.reliability import reliability_banners
 from locomo_kit.reports.run_warnings import run_warnings
@@ -39,7 +39,7 @@ def trace_phrase(traced: dict[str, Any]) -> str:
     if not traced.get("share_placed"):
         return (f"none of the {n:,} retrieved memories could be placed on a LoCoMo turn, by turn id or by text: "
                 "evidence recall is not measured")
-    out = (f"retrieved memories traced to turns: {100 * traced['share_placed']:.1f}% ({traced['turn_ids']:,} by turn "
+    out = (f"retrieved memories traced to turns: {pct(traced['share_placed'])}% ({traced['turn_ids']:,} by turn "
            f"ids from the system, {traced['text']:,} by the text rule, {traced['none']:,} not placed)")
     if traced.get("questions_not_measured"):
         out += f"; {traced['questions_not_measured']} question(s) not measured (nothing they retrieved was placed)"
