@@ -16,7 +16,7 @@ from locomo_kit.dataset import load_dataset
 from locomo_kit.imported.catalogue import fetch_entry
 from locomo_kit.imported.verdicts import VerdictMapping, VerdictSetResult, add_verdict_set
 from locomo_kit.llm import make_llm
-from locomo_kit.paths import default_dataset_path, outputs_dir
+from locomo_kit.paths import default_dataset_path, outputs_dir, write_atomic
 from locomo_kit.pipeline.judge_bank import load_bank, published_rates
 from locomo_kit.pipeline.stages import llm_cache_path
 from locomo_kit.reports.judges import judge_matrix, matrix_from_sets, matrix_lines
@@ -38,16 +38,18 @@ def add_verdicts(run: RunFolder, *, files: list[str | Path], name: str, mapping:
     return add_verdict_set(run, files, name=name, mapping=mapping, conversations=conversations)
 
 
+def _write_matrix(run: RunFolder, *, lines: list[str], matrix: dict[str, Any]) -> tuple[Path, dict[str, Any]]:
+    path = write_atomic(run.path / JUDGES_MD, "\n".join(lines))
+    write_atomic(run.path / JUDGES_JSON, json.dumps(matrix, indent=1, ensure_ascii=False, default=str))
+    return path, matrix
+
+
 def write_judges(run: RunFolder, *, rules: bool = True, dataset_path: str | None = None) -> tuple[Path, dict[str, Any]]:
     """Write the run's judge matrix as ``judges.md`` and ``judges.json``; returns the markdown's path and the matrix."""
     matrix = judge_matrix(run, rules=rules, dataset_path=dataset_path)
     lines = [f"# Judges: {run.run_id}", "", f"Written {utc_now()} from {run.path}.", ""]
     lines += matrix_lines(matrix, heading="## The judge matrix", disagreements=50)
-    path = run.path / JUDGES_MD
-    path.write_text("\n".join(lines), encoding="utf-8")
-    (run.path / JUDGES_JSON).write_text(json.dumps(matrix, indent=1, ensure_ascii=False, default=str),
-                                        encoding="utf-8")
-    return path, matrix
+    return _write_matrix(run, lines=lines, matrix=matrix)
 
 
 def _bank_folder(items: list[dict], bank: Path) -> RunFolder:
@@ -113,8 +115,4 @@ def bank_judges(bank: str | Path | None = None, *, judge_model: str | None = Non
     lines = [f"# Judges against people: the judge bank ({len(items)} labelled answers)", "",
              f"Bank {bank} (sha256 {sha256_file(bank)[:12]}); written {utc_now()}.", ""]
     lines += matrix_lines(matrix, heading="## The judge matrix", disagreements=0)
-    path = run.path / JUDGES_MD
-    path.write_text("\n".join(lines), encoding="utf-8")
-    (run.path / JUDGES_JSON).write_text(json.dumps(matrix, indent=1, ensure_ascii=False, default=str),
-                                        encoding="utf-8")
-    return path, matrix
+    return _write_matrix(run, lines=lines, matrix=matrix)

@@ -1,20 +1,11 @@
 """A measured leaderboard: every memory system on the same questions, answerer, context budget and judge.
 
-``run_leaderboard(["memworker", "bm25", "dense"], "conv-26")`` runs each system through the whole
+``run_leaderboard(["memworker", "bm25", "dense"], sample="conv-26")`` runs each system through the whole
 pipeline (:func:`locomo_kit.pipeline.stages.run_all`) once per context budget, reusing every run that is
-already complete (:mod:`locomo_kit.pipeline.budgets`), then writes under ``outputs/leaderboards/<id>/``:
-
-- ``leaderboard.md`` / ``.csv`` / ``.json``: per system (named with its version) and budget, evidence
-  recall within the budget, recall@10, session-level R@10 and hit@5 with their chance levels, official
-  F1 and Mem0 F1, J when judged, ingest time, search p50/p95, context tokens; the paired difference of
-  each system against the first one with its 95% interval (:func:`locomo_kit.reports.comparison.compare`, the one
-  place for those statistics); and the published rows (:mod:`locomo_kit.reports.baselines`) beside
-  them, marked "quoted, not measured here";
-- ``leaderboard.png`` (the measured figures per system) and, with several budgets, ``curve.png``
-  (accuracy against context, :func:`locomo_kit.reports.curve.write_curve`);
-- ``report.html``: the same page in the kit's self-contained HTML shell (figures inline), ending with the
-  question explorer across the runs; ``questions.png`` and the flips of every two systems at the same
-  budget (:mod:`locomo_kit.reports.runs_explorer`, :mod:`locomo_kit.reports.flips`).
+already complete (:mod:`locomo_kit.pipeline.budgets`), with ``calls.jobs`` systems at once
+(:mod:`locomo_kit.pipeline.parallel`), then writes the tables, figures and page under
+``outputs/leaderboards/<id>/`` (:func:`locomo_kit.reports.leaderboard_page.write_leaderboard` says what each
+file holds).
 
 A system that fails (its package missing, its ingestion stopped, answers failed) does not stop the
 others: it is listed as failed at the top of the table, and ``result.ok`` is False (the command exits 1).
