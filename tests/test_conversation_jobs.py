@@ -5,6 +5,11 @@ processes against one."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -70,17 +75,51 @@ def test_a_failing_process_raises_its_own_error_after_the_others_end(dataset):
 @pytest.mark.integration  # mempalace's own environment
 def test_mempalace_in_two_processes_makes_the_records_of_one(tmp_path, dataset_path, capsys):
     require_toolchain()
-    args = ["leaderboard", "--systems", "mempalace", "--sample", "conv-26,conv-30,conv-41", "--sessions", "2"]
+    args = ["leaderboard", "--systems", "mempalace", "--sample", "conv-26,conv-30", "--sessions", "1"]
     with offline_outputs(tmp_path / "one") as one:
         assert main([*args, "--jobs", "1"]) == 0
     assert "processes" not in capsys.readouterr().out
     with offline_outputs(tmp_path / "two") as two:
         assert main([*args, "--jobs", "2"]) == 0
     printed = capsys.readouterr().out
-    assert "ingesting 3 conversations in 2 processes" in printed
-    assert "answering 3 conversations' questions in 2 processes" in printed
+    assert "ingesting 2 conversations in 2 processes" in printed
+    assert "answering 2 conversations' questions in 2 processes" in printed
     # each process appends its conversations' lines: compared sorted, and without the ids MemPalace draws at random
     first, second = (results(o, memory_ids=False, in_order=False) for o in (one, two))
     assert len(first) == 4 and len(first["rows"]) == 1  # the ingestion; the run's answers and scores; the table
     for name in first:
         assert first[name] == second[name], name
+
+
+def _wait(group, *, folder: str) -> None:
+    """Note this process's pid, then wait to be stopped."""
+    (Path(folder) / f"{group[0].sample_id}.pid").write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def test_ctrl_c_stops_every_process_and_raises(tmp_path, dataset_path):
+    script = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
+              "from locomo_kit.dataset import load_dataset\n"
+              "from locomo_kit.pipeline.conversation_jobs import conversation_groups, in_processes\n"
+              "from test_conversation_jobs import _wait\n"
+              "groups = conversation_groups(load_dataset(sys.argv[2])[:4], jobs=2)\n"
+              "in_processes(_wait, groups=groups, kwargs={'folder': sys.argv[3]})\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(Path(__file__).parent), str(dataset_path),
+                             str(tmp_path)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    pids = [int(p.read_text()) for p in tmp_path.glob("*.pid")]
+    assert len(pids) == 2
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    assert not [p for p in pids if _alive(p)]
