@@ -42,8 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "own section, answered elsewhere, scored here (never paired with the measured rows)")
     p.add_argument("--out", help="folder for the leaderboard (default outputs/leaderboards/<id>)")
     p.add_argument("--jobs", type=int_in(1, 64), default=None, metavar="N",
-                   help="systems run at once, each in a process of its own, with the same runs and results as one "
-                   "after another (default: the machine's cores, capped by its available memory)")
+                   help="systems run at once, each in a process of its own (and the conversations of a system that "
+                   "keeps a store per conversation, MemPalace or Mem0, in N processes), with the same runs and "
+                   "results as one after another (default: the machine's cores, capped by its available memory)")
     p.set_defaults(func=handle)
 
 
