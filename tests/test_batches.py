@@ -161,7 +161,11 @@ def test_answering_with_batch_makes_one_submission(tmp_path, monkeypatch, capsys
     records = [json.loads(line) for line in (tmp_path / "runs" / "ab" / "answers.jsonl").read_text().splitlines()]
     assert len(records) == 81 and all(r["status"] == "ok" and r["prediction"].startswith("stand-in answer")
                                       for r in records)
-    assert "answering: all" not in capsys.readouterr().out  # the rerun had no calls to plan or make
+    out = capsys.readouterr().out
+    assert "answering: all" not in out  # the rerun had no calls to plan or make
+    # the floor's calls are planned, priced and counted like the answers' (--max-cost, the confirmation)
+    assert "no-memory floor: 81 calls to anthropic/claude-opus-4-6 still needed (0 already done)" in out
+    assert out.count("at the 50% batch price") == 2
 
 
 def test_batch_needs_an_anthropic_model(tmp_path):
