@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import statistics
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,33 @@ def test_the_floor_key_follows_the_answerer_and_its_prompt(dataset):
                               config=AnswerConfig(source="full-context", answer_model="fake/a"))
     assert full.requests[0].messages[0]["content"].startswith("\n\nQuestion: ")  # no conversation at all
     assert isinstance(full.path, Path) and full.path.name.startswith("llm-fake-a-conv-30-")
+
+
+def test_runs_of_one_answerer_at_once_measure_its_floor_once(own_outputs, dataset):
+    """Two runs (a leaderboard's parallel jobs) needing the same answerer's floor at the same time: one measures,
+    the other waits and takes it from the cache."""
+    from locomo_kit.llm.execute import CallSettings
+    from locomo_kit.llm.fake import ScriptedLLM
+    from locomo_kit.qa.answering import AnswerConfig
+    from locomo_kit.qa.floor import measure_llm_floor
+
+    def slow(system: str, prompt: str) -> str:
+        time.sleep(0.05)
+        return "No information available"
+
+    llm = ScriptedLLM(slow, model="s")
+    config = AnswerConfig(source="memory", answer_model="fake/s", limit=5)
+    conv = select(dataset, "conv-30")
+    done = {}
+
+    def measure(name: str) -> None:
+        done[name] = measure_llm_floor(RunFolder(name), llm=llm, answer=config, conversations=conv,
+                                       calls=CallSettings(concurrency=1, progress=False, log=lambda line: None))
+
+    threads = [threading.Thread(target=measure, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(llm.calls) == 5 and all(format_context([]) in c["messages"][0]["content"] for c in llm.calls)
+    assert sorted((s.answered, s.reused) for s in done.values()) == [(0, 5), (5, 0)]

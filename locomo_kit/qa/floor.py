@@ -8,18 +8,21 @@ their own, ``no-memory floor``, with its own plan line. What they answered is ke
 the answerer and keyed by everything its answers depend on (provider, model, server, API version, the
 prompt's system text, version and max tokens, the questions and their gold answers). A later run with the same
 answerer on the same questions, whatever its memory system or budget, takes its floor from there and makes no
-call. A conversation is cached only once every question of it was answered; a failed call is recorded as
+call; runs of one answerer measured at once (a leaderboard's parallel jobs) take turns, so the first measures
+and the others find it cached. A conversation is cached only once every question of it was answered; a failed call is recorded as
 failed, the run says so (its answer outcome, exit status and report) and the next run retries exactly those.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from locomo_kit.dataset import Conversation, Question, questions
 from locomo_kit.llm import LLM
@@ -135,6 +138,29 @@ def measure_llm_floor(run: RunFolder, *, llm: LLM, answer: AnswerConfig, convers
                            keys={p.conv.sample_id: p.key for p in parts},
                            questions=sum(len(p.questions) for p in parts))
     run.update_manifest(answer={"floor": summary.as_record()})  # the keys, before any record names them
+    with answerer_lock(summary.answerer):  # runs of one answerer at once (a leaderboard's jobs) measure it once
+        _measure(run, parts=parts, llm=llm, summary=summary, calls=calls)
+    run.update_manifest(answer={"floor": summary.as_record()})
+    calls.log(summary.line())
+    return summary
+
+
+@contextmanager
+def answerer_lock(answerer: str) -> Iterator[None]:
+    """Held while one process measures ``answerer``'s floor: another that needs it waits, then finds it cached."""
+    folder = outputs_dir() / "floors"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"llm-{slug(answerer)}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _measure(run: RunFolder, *, parts: list[ConversationFloor], llm: LLM, summary: FloorSummary,
+             calls: CallSettings) -> None:
+    base, _ = unwrap(llm)
     have = load_floor(run, summary.keys)
     todo: list[LLMRequest] = []
     owner: dict[int, tuple[ConversationFloor, Question]] = {}
@@ -193,6 +219,3 @@ def measure_llm_floor(run: RunFolder, *, llm: LLM, answer: AnswerConfig, convers
                 "prompt_version": summary.prompt_version, "sample_id": part.conv.sample_id,
                 "questions": {str(r["question_index"]): {"category": r["category"], "prediction": r["prediction"],
                                                          "f1": r["f1"]} for r in recs if r}}, indent=1))
-    run.update_manifest(answer={"floor": summary.as_record()})
-    calls.log(summary.line())
-    return summary
