@@ -103,8 +103,8 @@ def test_an_llm_answerers_floor_is_measured_once_with_no_memory_and_shown_per_ca
         assert len(list((own_outputs / "floors").glob("llm-openai-local-conv-30-*.json"))) == 1
         # the same answerer in another run (another budget): the floor from the cache, no call at all
         assert main(argv + ["--context-budget", "500"]) == 0
-        assert "no-memory floor ok: 81 question(s) of openai/local with an empty context: 0 answered now, 81 from the " \
-               "floor cache" in capsys.readouterr().out
+        assert "no-memory floor ok: 81 question(s) of openai/local with an empty context: 0 answered now, 0 already in " \
+               "this run, 81 from the floor cache, 0 failed" in capsys.readouterr().out
         assert len(server.floor_requests()) == 81
         other = RunFolder(next(p.name for p in (own_outputs / "runs").iterdir() if "b500" in p.name))
         assert {r["source"] for r in other.records("floor.jsonl")} == {"floor cache"}
@@ -133,7 +133,7 @@ def test_a_failed_floor_call_keeps_the_run_incomplete_and_a_rerun_makes_exactly_
         captured = capsys.readouterr()
         assert "PARTIAL: official F1" in captured.out
         assert f"no-memory floor INCOMPLETE: 81 question(s) of openai/local with an empty context: {81 - failing} " \
-               f"answered now, 0 from the floor cache, {failing} failed" in captured.out
+               f"answered now, 0 already in this run, 0 from the floor cache, {failing} failed" in captured.out
         assert f"answer: no-memory floor: {failing} of 81 empty-context call(s) failed" in captured.err
         assert f"no-memory floor: {failing} question(s) have no floor answer" in captured.err
         run = RunFolder("floor-outage")
@@ -149,6 +149,8 @@ def test_a_failed_floor_call_keeps_the_run_incomplete_and_a_rerun_makes_exactly_
         before = len(server.floor_requests())
         assert main(argv) == 0
         assert len(server.floor_requests()) - before == failing
+        assert f"no-memory floor ok: 81 question(s) of openai/local with an empty context: {failing} answered now, " \
+               f"{81 - failing} already in this run, 0 from the floor cache, 0 failed" in capsys.readouterr().out
     report = (run.path / "report.md").read_text()
     assert "Incomplete no-memory floor" not in report and "The floor is incomplete" not in report
     assert floor_table(report)["overall"][0] == "81"
@@ -205,4 +207,4 @@ def test_runs_of_one_answerer_at_once_measure_its_floor_once(own_outputs, datase
     for t in threads:
         t.join()
     assert len(llm.calls) == 5 and all(format_context([]) in c["messages"][0]["content"] for c in llm.calls)
-    assert sorted((s.answered, s.reused) for s in done.values()) == [(0, 5), (5, 0)]
+    assert sorted((s.answered, s.already, s.reused) for s in done.values()) == [(0, 0, 5), (5, 0, 0)]

@@ -92,7 +92,8 @@ class FloorSummary:
     keys: dict[str, str]  # sample id -> the conversation's floor key
     questions: int = 0
     answered: int = 0  # answered by a call now (or the LLM cache)
-    reused: int = 0  # already in this run's floor.jsonl or in outputs/floors: no call
+    already: int = 0  # already in this run's floor.jsonl
+    reused: int = 0  # taken from outputs/floors (another run measured it): no call
     failed: int = 0
     reasons: list[str] = field(default_factory=list)
     input_tokens: int = 0  # of calls made now
@@ -101,7 +102,8 @@ class FloorSummary:
     def line(self) -> str:
         status = "ok" if not self.failed else "INCOMPLETE"
         text = (f"{FLOOR_STAGE} {status}: {self.questions} question(s) of {self.answerer} with an empty context: "
-                f"{self.answered} answered now, {self.reused} from the floor cache, {self.failed} failed")
+                f"{self.answered} answered now, {self.already} already in this run, {self.reused} from the floor "
+                f"cache, {self.failed} failed")
         return text + (f"; first error: {self.reasons[0]}" if self.reasons else "")
 
     @property
@@ -115,7 +117,8 @@ class FloorSummary:
 
     def as_record(self) -> dict[str, Any]:
         return {"answerer": self.answerer, "prompt_version": self.prompt_version, "keys": self.keys,
-                "questions": self.questions, "answered": self.answered, "reused": self.reused, "failed": self.failed,
+                "questions": self.questions, "answered": self.answered, "already": self.already,
+                "reused": self.reused, "failed": self.failed,
                 "reasons": self.reasons[:5], "usage_this_call": {"input_tokens": self.input_tokens,
                                                                  "output_tokens": self.output_tokens},
                 "measured_at": utc_now()}
@@ -167,7 +170,7 @@ def _measure(run: RunFolder, *, parts: list[ConversationFloor], llm: LLM, summar
     for part in parts:
         missing = [(q, r) for q, r in zip(part.questions, part.requests)
                    if have.get((q.sample_id, q.index), {}).get("status") != "ok"]
-        summary.reused += len(part.questions) - len(missing)
+        summary.already += len(part.questions) - len(missing)
         cached = part.cached() if missing else None
         if cached is not None:
             for q, _ in missing:
@@ -209,7 +212,7 @@ def _measure(run: RunFolder, *, parts: list[ConversationFloor], llm: LLM, summar
                   "empty context (no memory), so that the report shows what this answerer scores without memory; "
                   "once per answerer and question set (cached under outputs/floors/)")
         execute(llm, todo, on_result, stage=FLOOR_STAGE, settings=calls, output_per_call=ANSWER_OUTPUT_TOKENS,
-                run=run, already_done=summary.reused, log=calls.log, progress=calls.progress)
+                run=run, already_done=summary.already + summary.reused, log=calls.log, progress=calls.progress)
     have = load_floor(run, summary.keys)
     for part in parts:
         recs = [have.get((q.sample_id, q.index)) for q in part.questions]
