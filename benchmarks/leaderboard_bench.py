@@ -39,11 +39,10 @@ from locomo_kit.paths import default_dataset_path, outputs_dir
 from locomo_kit.pipeline.leaderboard import parse_systems
 from locomo_kit.pipeline.parallel import default_jobs
 from locomo_kit.runs import git_commit
+from locomo_kit.testing.same_results import results
 
 SYSTEMS = "memworker,mempalace,mem0,bm25,dense"
 TARGET_S = 10 * 60
-TIMING = {"created_at", "search_latency_ms", "answer_latency_ms", "seconds", "finished_at", "worker_url", "at",
-          "generation", "ingest_s", "search_p50_ms", "search_p95_ms"}
 DONE = re.compile(r"^(?P<name>\S+)\s+\| done in (?P<s>[\d,.]+) s(?:, peak (?P<mib>[\d,.]+) MiB)?")
 
 
@@ -52,25 +51,6 @@ def _load() -> list[float] | None:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
         return None
-
-
-def _without_timing(value):
-    if isinstance(value, dict):
-        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING}
-    if isinstance(value, list):
-        return [_without_timing(v) for v in value]
-    return value
-
-
-def records(folder: Path) -> dict[str, list]:
-    """Every run's answers and scores under ``folder``, without the times."""
-    out = {}
-    for run in sorted((folder / "runs").glob("*")):
-        for name in ("answers.jsonl", "scores.jsonl"):
-            if (run / name).exists():
-                out[f"{run.name}/{name}"] = [_without_timing(json.loads(x))
-                                             for x in (run / name).read_text().splitlines() if x.strip()]
-    return out
 
 
 def leaderboard_rows(folder: Path) -> list[dict]:
@@ -159,9 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  exit {measured['exit']}, {measured['wall_s']:.0f} s wall, {measured['cpu_s']:.0f} CPU-s", flush=True)
             out.write_text(json.dumps(result, indent=2), encoding="utf-8")
         if jobs != 1:
-            same = (records(root / f"c{count}-j1") == records(root / f"c{count}-j{jobs}")
-                    and _without_timing(leaderboard_rows(root / f"c{count}-j1"))
-                    == _without_timing(leaderboard_rows(root / f"c{count}-j{jobs}")))
+            # processes of one system's conversations append to its files at once: the lines compared sorted, and
+            # without the ids Mem0 and MemPalace give their memories at random
+            same = (results(root / f"c{count}-j1", memory_ids=False, in_order=False)
+                    == results(root / f"c{count}-j{jobs}", memory_ids=False, in_order=False))
             point["records_equal"] = same
             ok = ok and same
             print(f"  --jobs {jobs} made the records of --jobs 1: {'yes' if same else 'NO'}", flush=True)

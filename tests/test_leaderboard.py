@@ -24,6 +24,7 @@ from locomo_kit.reports.summary import summarize_run
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_answers
 from locomo_kit.scoring.rules import default_verdict
+from locomo_kit.testing.same_results import results
 
 from support.chromium import Opened
 from support.runs import offline_outputs
@@ -322,36 +323,12 @@ def test_the_widest_measured_table_fits_too(browser, tmp_path):
 # every job and a rerun completes them
 
 JOBS_ARGS = ["leaderboard", "--systems", "memworker,bm25", "--sample", "conv-30", "--sessions", "6", "--limit", "4"]
-TIMING = {"created_at", "search_latency_ms", "answer_latency_ms", "seconds", "finished_at", "worker_url", "at",
-          "generation", "ingest_s", "search_p50_ms", "search_p95_ms", "written_at"}
-
-
-def _without_timing(value):
-    if isinstance(value, dict):
-        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING}
-    if isinstance(value, list):
-        return [_without_timing(v) for v in value]
-    return value
 
 
 def _results(outputs: Path) -> dict[str, object]:
     """Every run's answers and scores, every ingestion's latest record per session, and the leaderboard's rows,
     without the times (the only fields that differ between two runs of the same configuration)."""
-    out: dict[str, object] = {}
-    for run in sorted((outputs / "runs").iterdir()):
-        for name in ("answers.jsonl", "scores.jsonl"):
-            if (run / name).exists():
-                out[f"{run.name}/{name}"] = [_without_timing(json.loads(x)) for x in (run / name).read_text().splitlines()]
-        if (run / "ingest.jsonl").exists():
-            latest = {}
-            for line in (run / "ingest.jsonl").read_text().splitlines():
-                r = json.loads(line)
-                if r.get("kind", "session") == "session":
-                    latest[(r["sample_id"], r["session"])] = _without_timing(r)
-            out[f"{run.name}/ingest.jsonl"] = sorted(latest.items())
-    (board,) = (outputs / "leaderboards").glob("*/leaderboard.json")
-    out["rows"] = _without_timing(json.loads(board.read_text())["rows"])
-    return out
+    return results(outputs)
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from locomo_kit.pipeline.parallel import (
     default_jobs,
     job_calls,
     run_jobs,
+    start_order,
 )
 
 from support import parallel_jobs
@@ -61,6 +62,14 @@ def test_the_default_is_the_cores_capped_by_memory_and_by_the_systems():
     assert default_jobs(["mempalace", "mem0"], cpu=8, memory_mib=100) == 1  # never fewer than one
     # a system not measured counts as ASSUMED_MIB
     assert default_jobs(["mcp:somewhere", "dense", "bm25"], cpu=8, memory_mib=2.5 * ASSUMED_MIB / 0.8) == 2
+
+
+def test_jobs_in_one_process_start_longest_first_and_those_split_by_conversation_last():
+    five = ["memworker", "mempalace", "mem0", "bm25", "dense"]
+    assert start_order(five) == ["mempalace", "mem0", "dense", "memworker", "bm25"]
+    # MemPalace's and Mem0's conversations run in processes of their own: they fill the cores at the end
+    assert start_order(five, apart={"mempalace", "mem0"}) == ["dense", "memworker", "bm25", "mem0", "mempalace"]
+    assert start_order(["bm25", "mcp:somewhere", "memworker"]) == ["mcp:somewhere", "memworker", "bm25"]
 
 
 def test_a_bad_jobs_count_is_refused(capsys):

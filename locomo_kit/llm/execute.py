@@ -57,7 +57,9 @@ class CallSettings:
     preflight: bool = True
     progress: bool | None = None  # progress bars: True/False force them on/off; None: on a terminal, else lines
     log: Callable[[str], None] = print  # where a stage's console lines go
-    jobs: int | None = 1  # a leaderboard's systems run at once, each in a process of its own (None: cores, capped by memory)
+    # processes at once: a leaderboard's systems, and a system's conversations where each has a store of its own
+    # (systems.base.MemorySystem.conversations_apart; None: the cores, capped by memory)
+    jobs: int | None = 1
 
     def pool(self) -> PoolSettings:
         return PoolSettings(concurrency=self.concurrency, rpm=self.rpm, tpm=self.tpm, retries=self.retries,

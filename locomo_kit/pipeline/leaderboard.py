@@ -21,7 +21,7 @@ from locomo_kit.llm import DEFAULT_ANSWER_MODEL, resolve_auto
 from locomo_kit.llm.execute import CallSettings
 from locomo_kit.paths import outputs_dir
 from locomo_kit.pipeline.budgets import parse_budgets, run_budgets
-from locomo_kit.pipeline.parallel import Job, Lines, check_jobs, default_jobs, job_calls, run_jobs
+from locomo_kit.pipeline.parallel import Job, Lines, check_jobs, default_jobs, job_calls, run_jobs, start_order
 from locomo_kit.pipeline.stages import resolve_run, run_all, run_config
 from locomo_kit.reports.imported_board import imported_judge, imported_rows
 from locomo_kit.reports.leaderboard_page import measured_row, run_label, write_leaderboard
@@ -178,6 +178,15 @@ def system_job(entry: Entry, *, settings: BoardSettings, log: Callable[[str], No
     return outcome
 
 
+def _apart(name: str) -> bool:
+    """Whether the system's conversations each have a store of their own (False where its adapter cannot load yet:
+    its job says why)."""
+    try:
+        return bool(getattr(resolve(name), "conversations_apart", False))
+    except Exception:
+        return False
+
+
 def parallel_outcomes(entries: Sequence[Entry], *, settings: BoardSettings, jobs: int,
                       log: Callable[[str], None] = print) -> list[SystemOutcome]:
     """Every system in a process of its own, ``jobs`` at a time (:func:`~locomo_kit.pipeline.parallel.run_jobs`);
@@ -187,10 +196,14 @@ def parallel_outcomes(entries: Sequence[Entry], *, settings: BoardSettings, jobs
         calls = replace(calls, log=print)  # the caller's own function may not pickle; each job gets its own
     settings = replace(settings, calls=calls)
     lines = Lines([e.spec for e in entries], log=None if log is print else log)
-    results = run_jobs([Job(e.spec, call=system_job, kwargs={"entry": e, "settings": settings}) for e in entries], workers=jobs,
-                       lines=lines)
-    return [res.value if isinstance(res.value, SystemOutcome) else SystemOutcome(entry, error=res.error)
-            for entry, res in zip(entries, results)]
+    several = settings.sample == "all" or "," in settings.sample  # conversations a system may split
+    apart = {e.name for e in entries if several and _apart(e.name)}
+    order = {name: i for i, name in enumerate(start_order([e.name for e in entries], apart=apart))}
+    started = sorted(entries, key=lambda e: order[e.name])
+    results = {res.name: res for res in run_jobs([Job(e.spec, call=system_job, kwargs={"entry": e, "settings": settings})
+                                                  for e in started], workers=jobs, lines=lines)}
+    return [results[e.spec].value if isinstance(results[e.spec].value, SystemOutcome)
+            else SystemOutcome(e, error=results[e.spec].error) for e in entries]
 
 
 def imported_footing(rows: list[dict[str, Any]], *, judge: str | None) -> dict[str, Any] | None:
@@ -236,6 +249,8 @@ def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
     if jobs is None:
         jobs = default_jobs([e.name for e in entries])
     check_jobs(jobs)
+    if calls is not None:
+        calls = replace(calls, jobs=jobs)  # each system's conversations too, where they are apart
     settings = BoardSettings(sample=sample, retrievals=tuple(wanted.values()), answerer=answerer, judge=judge,
                              calls=calls)
     if jobs > 1 and len(entries) > 1:

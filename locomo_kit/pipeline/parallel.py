@@ -11,7 +11,7 @@ job: each job's process gets SIGINT, so its stages stop where any interrupted ru
 already on disk: rerunning the same command resumes); a job still alive after a grace period is
 terminated. Then :class:`KeyboardInterrupt` is raised here.
 
-:func:`default_jobs` picks how many run at once: the machine's cores, capped by its available memory
+:func:`start_order` orders them (the console keeps the given order). :func:`default_jobs` picks how many run at once: the machine's cores, capped by its available memory
 divided by the largest peak among the jobs to run (:data:`PEAK_MIB`), and by the number of jobs.
 """
 
@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, Callable, Collection, Sequence, TextIO
 
 from locomo_kit.reports.numbers import num
 
@@ -35,6 +35,10 @@ from locomo_kit.reports.numbers import num
 # not listed (an MCP server, claude-mem's client, a plugin): not measured.
 PEAK_MIB = {"memworker": 900, "bm25": 600, "dense": 1100, "mempalace": 1800, "mem0": 1900}
 ASSUMED_MIB = 1500
+# Seconds of one system's leaderboard job on all ten conversations, one process each (the same measurement), for
+# the order jobs start in (start_order). ASSUMED_S stands for any system not listed.
+JOB_SECONDS = {"memworker": 137, "bm25": 15, "dense": 156, "mempalace": 624, "mem0": 248}
+ASSUMED_S = 600
 MEMORY_HEADROOM = 0.8  # the share of the available memory the jobs may take together
 GRACE_S = 30.0  # how long an interrupted job may take to stop before it is terminated
 
@@ -98,6 +102,14 @@ def default_jobs(names: Sequence[str], *, cpu: int | None = None, memory_mib: fl
     largest = max(PEAK_MIB.get(n, ASSUMED_MIB) for n in names) if names else 1
     by_memory = cpu if memory_mib is None else int(memory_mib * MEMORY_HEADROOM // largest)
     return max(1, min(cpu, by_memory, len(names) or 1))
+
+
+def start_order(names: Sequence[str], *, apart: Collection[str] = ()) -> list[str]:
+    """``names`` (system names) in the order their jobs start: those that run in one process the longest first
+    (:data:`JOB_SECONDS`), then those in ``apart`` (whose conversations run in several processes) the shortest
+    first, so that the last jobs are the ones that keep every core busy to the end; ties in the given order."""
+    one = sorted((n for n in names if n not in apart), key=lambda n: -JOB_SECONDS.get(n, ASSUMED_S))
+    return one + sorted((n for n in names if n in apart), key=lambda n: JOB_SECONDS.get(n, ASSUMED_S))
 
 
 def check_jobs(jobs: int | None) -> None:

@@ -12,6 +12,15 @@ from locomo_kit.ingestion.held import check_answerable, check_held
 from locomo_kit.ingestion.summary import IngestSummary, ingest_outcome
 from locomo_kit.ingestion.writes import check_writes, own_writes
 from locomo_kit.llm.execute import CallSettings
+from locomo_kit.pipeline.conversation_jobs import (
+    answer_group,
+    conversation_groups,
+    in_processes,
+    ingest_group,
+    merge_answers,
+    merge_ingest,
+    splits,
+)
 from locomo_kit.qa.answering import QARunner
 from locomo_kit.runs import RunFolder, utc_now
 from locomo_kit.runs.records import INGEST_FILE, load_answers
@@ -47,7 +56,17 @@ def ingest_system(system: ResolvedSystem, *, folder: RunFolder, conversations: l
         notes = [] if force else check_held(opened, folder, conversations)
         folder.update_manifest(**entries, parameters={"sample": sample, **opened.run_parameters()}, dataset=dataset,
                                ingest={"started_at": utc_now(), "worker": entries["worker"]})
-        summary = ingest_conversations(opened, conversations, folder, force=force, progress=calls.progress)
+        if splits(system, conversations=conversations, jobs=calls.jobs):
+            groups = conversation_groups(conversations, jobs=calls.jobs)
+            calls.log(f"ingesting {len(conversations)} conversations in {len(groups)} processes")
+            opened.close()  # a store one process holds may be locked to the others
+            try:
+                summary = merge_ingest(in_processes(ingest_group, groups=groups, kwargs={
+                    "system": system, "folder": folder, "force": force}))
+            finally:
+                opened.open()
+        else:
+            summary = ingest_conversations(opened, conversations, folder, force=force, progress=calls.progress)
         summary.notes = notes + summary.notes
         if opened.compresses and not summary.aborted:  # what the compressor kept (scoring.compression)
             try:
@@ -91,5 +110,12 @@ def answer_with_system(system: ResolvedSystem, *, run: RunFolder, folder: RunFol
         manifest["config_label"] = f"{opened.identity().label}, {manifest['config_label']}"
         manifest.update({k: v for k, v in folder.manifest().items() if k == "consistency" and v})
         run.update_manifest(**entries, **manifest)
-        summary = QARunner(answer, llm=llm, system=opened).run(run, conversations, concurrency, progress, calls)
+        if llm is None and splits(system, conversations=conversations, jobs=calls.jobs if calls else None):
+            groups = conversation_groups(conversations, jobs=calls.jobs)
+            calls.log(f"answering {len(conversations)} conversations' questions in {len(groups)} processes")
+            opened.close()  # a store one process holds may be locked to the others
+            summary = merge_answers(in_processes(answer_group, groups=groups, kwargs={
+                "system": system, "folder": folder, "run": run, "answer": answer, "concurrency": concurrency}))
+        else:
+            summary = QARunner(answer, llm=llm, system=opened).run(run, conversations, concurrency, progress, calls)
     return summary, warnings

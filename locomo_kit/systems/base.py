@@ -208,6 +208,10 @@ class MemorySystem(ABC):
     - ``keyword_fusion``: False when the kit's keyword fusion (``--query-strategy keywords``: one
       search per content word, fused by reciprocal rank) is meaningless for it; such a run is refused
       before anything is ingested.
+    - ``conversations_apart``: True when each conversation has a store of its own, which one process may open
+      while another process works on another conversation (and :meth:`open` works again after
+      :meth:`close`): the kit then ingests and answers (with the extractive answerer) groups of
+      conversations in processes of their own when asked (``leaderboard --jobs``).
     """
 
     name: ClassVar[str] = ""
@@ -217,6 +221,7 @@ class MemorySystem(ABC):
     system_options: ClassVar[tuple[SystemOption, ...]] = ()
     keyword_fusion: ClassVar[bool] = True
     stored_noun: ClassVar[str] = "memories"
+    conversations_apart: ClassVar[bool] = False
     # Capabilities only some systems have (the claude-mem Workers: see locomo_kit.systems.workers). The
     # defaults are those of a system that stores synchronously, as it is given, in its own store.
     compresses: bool = False  # it rewrites what it is given (a compressor): the kit measures what survives

@@ -48,6 +48,7 @@ class Mem0System(MemorySystem):
     keeps_turn_ids = True  # every memory carries its turn's dia_id in Mem0's metadata
     own_budget = False
     unit = "turns"
+    conversations_apart = True  # a Memory per conversation: its own Qdrant folder and history database
     system_options = (
         SystemOption("llm_base_url", str, None, "an OpenAI-compatible server for Mem0's LLM extraction "
                      "(add(infer=True)); without one, every turn is stored as it is (infer=False)",

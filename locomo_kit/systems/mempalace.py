@@ -60,6 +60,7 @@ class MemPalaceSystem(MemorySystem):
     keeps_turn_ids = True  # found by text: every line of a hit is a turn the kit rendered (or a piece of one)
     own_budget = False
     unit = "transcript"
+    conversations_apart = True  # a palace per conversation
 
     def __init__(self, store: Path, **options: Any) -> None:
         unknown = set(options)

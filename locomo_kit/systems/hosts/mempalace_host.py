@@ -54,6 +54,8 @@ def open_system(settings: dict):
             where = {"$and": [where, {"source_file": str(convos(conv) / source_file)}]}
         return len(col.get(where=where, include=[])["ids"])
 
+    holding: set[str] = set()  # conversations this host saw drawers of: a search skips counting them again
+
     def ingest(conversation: str, file_name: str, text: str) -> dict:
         folder = convos(conversation)
         folder.mkdir(parents=True, exist_ok=True)
@@ -69,14 +71,17 @@ def open_system(settings: dict):
         return count(conversation)
 
     def forget(conversation: str) -> int:
+        holding.discard(conversation)
         n = count(conversation)
         shutil.rmtree(palace(conversation), ignore_errors=True)
         shutil.rmtree(convos(conversation), ignore_errors=True)
         return n
 
     def search(conversation: str, query: str, n_results: int) -> list[dict]:
-        if count(conversation) == 0:
-            return []
+        if conversation not in holding:
+            if count(conversation) == 0:
+                return []
+            holding.add(conversation)
         out = search_memories(query, str(palace(conversation)), n_results=n_results)
         if out.get("error"):
             raise RuntimeError(f"search_memories: {out['error']}")
