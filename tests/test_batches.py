@@ -15,6 +15,7 @@ from locomo_kit.llm import CachedLLM, CompletionCache
 from locomo_kit.llm.anthropic_llm import AnthropicLLM
 from locomo_kit.llm.batches import BATCHES_FILE, open_batches, split
 from locomo_kit.llm.execute import CallSettings
+from locomo_kit.qa.context import format_context
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_judgements
 from locomo_kit.scoring.judge import Judge, judge_answers
@@ -135,7 +136,8 @@ def test_killed_while_the_batch_runs_a_rerun_resumes_the_same_batch(tmp_path, da
 
 
 def test_answering_with_batch_makes_one_submission(tmp_path, monkeypatch, capsys):
-    """`answer --batch`: the Worker is searched for every question, then all answer calls go as one batch."""
+    """`answer --batch`: the Worker is searched for every question, then all answer calls go as one batch, and the
+    answerer's no-memory floor (the same questions with an empty context) as another."""
     from locomo_kit.cli import main
 
     monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path))
@@ -149,14 +151,21 @@ def test_answering_with_batch_makes_one_submission(tmp_path, monkeypatch, capsys
         monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
         assert main(["ingest", "--sample", "conv-30", "--run-id", "ab"]) == 0
         assert main(argv + ["--answer-base-url", url]) == 0
-        (create,) = creates(s)
-        assert len(create["body"]["requests"]) == 81
+        create, floor = creates(s)
+        assert len(create["body"]["requests"]) == len(floor["body"]["requests"]) == 81
+        empty = format_context([]) + "\n\nQuestion: "
+        assert not any(r["params"]["messages"][0]["content"].startswith(empty) for r in create["body"]["requests"])
+        assert all(r["params"]["messages"][0]["content"].startswith(empty) for r in floor["body"]["requests"])
         assert main(argv + ["--answer-base-url", url]) == 0  # a rerun: nothing left to do
-    assert len(creates(s)) == 1 and [r["body"]["max_tokens"] for r in s.message_calls()] == [1]
+    assert len(creates(s)) == 2 and [r["body"]["max_tokens"] for r in s.message_calls()] == [1]
     records = [json.loads(line) for line in (tmp_path / "runs" / "ab" / "answers.jsonl").read_text().splitlines()]
     assert len(records) == 81 and all(r["status"] == "ok" and r["prediction"].startswith("stand-in answer")
                                       for r in records)
-    assert "answering: all" not in capsys.readouterr().out  # the rerun had no calls to plan or make
+    out = capsys.readouterr().out
+    assert "answering: all" not in out  # the rerun had no calls to plan or make
+    # the floor's calls are planned, priced and counted like the answers' (--max-cost, the confirmation)
+    assert "no-memory floor: 81 calls to anthropic/claude-opus-4-6 still needed (0 already done)" in out
+    assert out.count("at the 50% batch price") == 2
 
 
 def test_batch_needs_an_anthropic_model(tmp_path):

@@ -350,3 +350,42 @@ def test_the_default_binary_basis_is_the_rule_that_agrees_best_with_people(tmp_p
     assert agreement == {"rule:f1": 205, "rule:f1-polarity": 208, "rule:f1-strict": 208}  # docs/scoring.md
     simplest_best = next(name for name in RULES if agreement[name] == best)  # RULES: simplest first
     assert DEFAULT_BASIS.name == simplest_best and DEFAULT_BASIS.label == "F1 ≥ 0.5, yes/no polarity"
+
+
+def test_the_leaderboard_shows_imported_runs_under_one_chosen_judge(mem0, tmp_path, monkeypatch, capsys):
+    """`leaderboard --imported … --judge NAME`: J under that judge for every imported run that has it, the runs that
+    lack it named, on the page and in the json; a name no run has is refused before any work, naming their sets."""
+    monkeypatch.setenv("LOCOMO_OUTPUTS_DIR", str(tmp_path / "outputs"))
+    monkeypatch.setenv("LOCOMO_EMBEDDER", "hashing")
+    monkeypatch.setenv("CI", "1")
+    assert main(["import", str(mem0["files"]["answers"][1]), *ANSWER_MAP, "--run-id", "conv1-strict", "--verdicts",
+                 str(mem0["files"]["strict"][1]), "--judge-name", "gpt-5 strict prompt", *VERDICT_MAP]) == 0
+    runs = ",".join([str(mem0["run"].path), str(tmp_path / "outputs" / "runs" / "conv1-strict")])
+    argv = ["leaderboard", "--systems", "dense", "--sample", "conv-26", "--sessions", "2", "--imported", runs]
+    name = "gpt-5 mem0 prompt"
+    assert main(argv + ["--judge", name, "--out", str(tmp_path / "board")]) == 0
+    md = (tmp_path / "board" / "leaderboard.md").read_text()
+    section = md.split("## Answered elsewhere, scored here")[1].split("## Published")[0]
+    footing = section.split(f"### J on one footing: under {name}")[1]
+    assert "| judge | mem0-platform | conv1-strict |" in footing
+    assert f"| {name} | 91.0 [89.5, 92.4] | – |" in footing  # the producer's pooled 91.0%, none for the other run
+    assert f"Runs without a judge's verdicts: {name}: conv1-strict." in footing
+    assert "gpt-5 strict prompt" not in footing  # one judge, not every shared one
+    board = json.loads((tmp_path / "board" / "leaderboard.json").read_text())
+    chosen = board["imported_judge"]
+    assert chosen["name"] == name and chosen["lacking"] == ["conv1-strict"] and list(chosen["j"]) == ["mem0-platform"]
+    assert chosen["j"]["mem0-platform"]["k"] == 1401 and chosen["j"]["mem0-platform"]["n"] == 1539
+    assert [r["run_id"] for r in board["answered_elsewhere"]] == ["mem0-platform", "conv1-strict"]
+    # without --judge: every judge they share, and no chosen one in the json
+    assert main(argv + ["--out", str(tmp_path / "board2")]) == 0
+    assert "### J on one footing: the judges these runs share" in (tmp_path / "board2" / "leaderboard.md").read_text()
+    assert json.loads((tmp_path / "board2" / "leaderboard.json").read_text())["imported_judge"] is None
+    capsys.readouterr()
+    # a name no imported run has (a typo): refused before any system runs, naming each run's verdict sets
+    assert main(argv + ["--judge", "gpt-5 mem0 promt", "--out", str(tmp_path / "board3")]) == 1
+    out, err = capsys.readouterr()
+    assert "no imported run has a verdict set named 'gpt-5 mem0 promt'" in err
+    assert "mem0-platform: gpt-5 mem0 prompt, gpt-5 strict prompt" in err and "conv1-strict: gpt-5 strict prompt" in err
+    assert "== dense ==" not in out and not (tmp_path / "board3").exists()
+    assert main(["leaderboard", "--systems", "dense", "--judge", name]) == 1
+    assert "pass the runs with --imported RUN" in capsys.readouterr().err

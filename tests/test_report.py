@@ -169,13 +169,17 @@ def test_paid_protocol_end_to_end_through_the_sdk(tmp_path, monkeypatch, capsys)
     # one preflight call per model (max_tokens 1), before anything else, then the calls themselves
     assert [r["body"]["max_tokens"] for r in script.requests[:2]] == [1, 1] and models[:2] == ["claude-opus-4-6",
                                                                                               "claude-sonnet-4-6"]
-    assert models.count("claude-opus-4-6") == 81 + 1 and models.count("claude-sonnet-4-6") == judge_calls + 1
+    # the answers, and the answerer's no-memory floor (the same 81 questions with an empty context)
+    assert models.count("claude-opus-4-6") == 2 * 81 + 1 and models.count("claude-sonnet-4-6") == judge_calls + 1
+    assert "no-memory floor: 81 calls to anthropic/claude-opus-4-6 still needed (0 already done)" in out
     assert f"judging (playbook): {judge_calls} calls to anthropic/claude-sonnet-4-6 still needed (0 already done)" in out
     text = (tmp_path / "runs" / "paid" / "report.md").read_text()
     assert "playbook: anthropic/claude-sonnet-4-6, prompt judge-playbook-v1, 2 runs" in text
     assert "| overall | 81 | 80.0 |" in text
     assert "## 2b. Judge calibration" in text and "| playbook | anthropic/claude-sonnet-4-6 | judge-playbook-v1 | gold |" in text
-    assert "$" in text.split("## 7. Costs")[1]
+    costs = text.split("## 7. Costs")[1]
+    assert "$" in costs and "| no-memory floor | anthropic/claude-opus-4-6 | 40,500 | 972 | $0.2268 |" in costs
+    assert "**No-memory floor.** What this run's answerer (anthropic/claude-opus-4-6) scores" in text
 
 
 def facts(text: str) -> list[str]:

@@ -40,7 +40,8 @@ def test_a_one_slot_server_gets_every_answer_once_none_abandoned_with_progress_f
                                                                                                   dataset):
     """`run --limit 10` with the default concurrency (16): against a one-slot server whose calls take 1 s,
     under a timeout (8 s) shorter than 16 calls queued behind each other would need, as 120 s was for
-    15 s calls. Exit 0, 10 answers, each prompt computed once, none left by the kit while computed."""
+    15 s calls. Exit 0, 10 answers (and their 10 no-memory floor calls), each prompt computed once, none left by
+    the kit while computed."""
     server = SlowServer(delay=1.0)
     with serve(server.app()) as url:
         proc = subprocess.run(kit("run", "--sample", "conv-26", "--answer-model", "openai/standin", "--answer-base-url",
@@ -48,7 +49,8 @@ def test_a_one_slot_server_gets_every_answer_once_none_abandoned_with_progress_f
                               env=cli_env(tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
-    assert len(server.answers()) == 10 and len(set(server.answers())) == 10, server.received
+    # 10 answers and the answerer's no-memory floor on the same 10 questions, each prompt computed once
+    assert len(server.answers()) == 20 and len(set(server.answers())) == 20, server.received
     assert server.abandoned == [] and server.refused == []
     assert server.max_busy == 1
     assert "no cost (a local server)" in out and "prices.json" not in out

@@ -17,7 +17,7 @@ from locomo_kit.cli.common import (
     say_auto,
 )
 from locomo_kit.cli.options import add_answer_options, add_call_options, add_judge_options, add_sessions_option
-from locomo_kit.pipeline.leaderboard import DEFAULT_SYSTEMS, LeaderboardError, run_leaderboard
+from locomo_kit.pipeline.leaderboard import DEFAULT_SYSTEMS, ImportedRuns, LeaderboardError, run_leaderboard
 from locomo_kit.pipeline.parallel import ParallelError, PlanAnswer
 
 
@@ -40,6 +40,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_call_options(p)
     p.add_argument("--imported", default="", metavar="RUN,…", help="imported runs (locomo-kit import) to show in their "
                    "own section, answered elsewhere, scored here (never paired with the measured rows)")
+    p.add_argument("--judge", metavar="NAME", help="with --imported: show the imported runs' J under this one judge, a "
+                   "verdict set's name as `locomo-kit judges RUN` lists it (e.g. 'gpt-5 mem0 prompt' or rule:f1), for "
+                   "every imported run that has it, and name the runs that lack it (default: every judge they share)")
     p.add_argument("--out", help="folder for the leaderboard (default outputs/leaderboards/<id>)")
     p.add_argument("--jobs", type=int_in(1, 64), default=None, metavar="N",
                    help="systems run at once, each in a process of its own (and the conversations of a system that "
@@ -62,7 +65,8 @@ def handle(args: argparse.Namespace) -> int:
         result = run_leaderboard(args.systems, sample=args.sample,
                                  budgets=[retrieval_options(args, b) for b in args.context_budget or [None]],
                                  answerer=answerer_options(args), judge=judge_options(args),
-                                 imported=[r for r in args.imported.split(",") if r.strip()], out=args.out,
+                                 imported=ImportedRuns(tuple(r for r in args.imported.split(",") if r.strip()),
+                                                       judge=args.judge), out=args.out,
                                  calls=replace(calls, jobs=args.jobs))
     except (LeaderboardError, ParallelError) as exc:
         raise CliError(str(exc)) from None

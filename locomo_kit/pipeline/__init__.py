@@ -3,7 +3,13 @@ pipeline (``run_all``), runs over several context budgets and the leaderboard ov
 pages are :mod:`locomo_kit.reports`')."""
 
 from locomo_kit.pipeline.budgets import parse_budgets, run_budgets
-from locomo_kit.pipeline.leaderboard import DEFAULT_SYSTEMS, LeaderboardError, LeaderboardResult, run_leaderboard
+from locomo_kit.pipeline.leaderboard import (
+                                             DEFAULT_SYSTEMS,
+                                             ImportedRuns,
+                                             LeaderboardError,
+                                             LeaderboardResult,
+                                             run_leaderboard,
+)
 from locomo_kit.pipeline.stages import (
                                              PipelineResult,
                                              llm_cache_path,
@@ -21,7 +27,7 @@ from locomo_kit.pipeline.stages import (
 )
 from locomo_kit.settings import BUDGET_LIMIT, DEFAULT_CONTEXT_BUDGET
 
-__all__ = ["BUDGET_LIMIT", "DEFAULT_CONTEXT_BUDGET", "DEFAULT_SYSTEMS", "LeaderboardError", "LeaderboardResult",
+__all__ = ["BUDGET_LIMIT", "DEFAULT_CONTEXT_BUDGET", "DEFAULT_SYSTEMS", "ImportedRuns", "LeaderboardError", "LeaderboardResult",
            "PipelineResult", "llm_cache_path", "load", "parse_budgets", "resolve_ingestion", "resolve_run",
            "run_all", "run_answer", "run_budgets", "run_config", "run_ingest", "run_judge", "run_leaderboard",
            "run_report", "run_score", "strategy_key"]

@@ -23,7 +23,7 @@ from locomo_kit.paths import outputs_dir
 from locomo_kit.pipeline.budgets import parse_budgets, run_budgets
 from locomo_kit.pipeline.parallel import Job, Lines, check_jobs, default_jobs, job_calls, run_jobs, start_order
 from locomo_kit.pipeline.stages import resolve_run, run_all, run_config
-from locomo_kit.reports.imported_board import imported_rows
+from locomo_kit.reports.imported_board import imported_judge, imported_rows
 from locomo_kit.reports.leaderboard_page import measured_row, run_label, write_leaderboard
 from locomo_kit.runs import RunFolder, slug
 from locomo_kit.settings import DEFAULT_CONTEXT_BUDGET, Answerer, Judge, Retrieval, SystemSpec, as_answerer, as_judge
@@ -119,6 +119,16 @@ def retrievals(budgets: str | Sequence[int | Retrieval] | None) -> list[Retrieva
 
 
 @dataclass(frozen=True)
+class ImportedRuns:
+    """The imported runs the page shows apart ("answered elsewhere, scored here"), and the one judge (a verdict set's
+    name, as ``locomo-kit judges RUN`` lists it) their J is shown under, for every run that has it (None: every
+    judge they share)."""
+
+    runs: tuple[str, ...] = ()
+    judge: str | None = None
+
+
+@dataclass(frozen=True)
 class BoardSettings:
     """What every system of one leaderboard runs with (the same for all; pickled to a parallel job)."""
 
@@ -196,9 +206,24 @@ def parallel_outcomes(entries: Sequence[Entry], *, settings: BoardSettings, jobs
             else SystemOutcome(e, error=results[e.spec].error) for e in entries]
 
 
+def imported_footing(rows: list[dict[str, Any]], *, judge: str | None) -> dict[str, Any] | None:
+    """J of the imported runs under ``judge`` (:func:`~locomo_kit.reports.imported_board.imported_judge`), or a
+    :class:`LeaderboardError` saying what to pass."""
+    if judge is None:
+        return None
+    if not rows:
+        raise LeaderboardError(f"--judge {judge!r} names the judge of the imported runs' section: pass the runs with "
+                               "--imported RUN,…")
+    try:
+        return imported_judge(rows, judge)
+    except ValueError as exc:
+        raise LeaderboardError(f"--judge: {exc}") from None
+
+
 def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
                     budgets: str | Sequence[int | Retrieval] | None = None, answerer: Answerer | str | None = None,
-                    judge: Judge | str | None = None, imported: Sequence[str] = (), out: str | Path | None = None,
+                    judge: Judge | str | None = None, imported: Sequence[str] | ImportedRuns = (),
+                    out: str | Path | None = None,
                     calls: CallSettings | None = None) -> LeaderboardResult:
     """Run (or reuse) every system at every budget and write the leaderboard (see module doc).
 
@@ -207,13 +232,16 @@ def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
     questions of each sample, runs of their own, as ``run --limit`` makes them); ``calls``: as
     :func:`~locomo_kit.pipeline.stages.run_all` takes them (its ``log`` says what is run), and ``calls.jobs``:
     how many systems run at once, each in a process of its own (:mod:`locomo_kit.pipeline.parallel`; None: the
-    cores, capped by memory), with the same runs and records as one after another.
+    cores, capped by memory), with the same runs and records as one after another. ``imported``: run ids or
+    folders, or an :class:`ImportedRuns` that also names the judge of their section (checked before any work).
     """
 
     entries = parse_systems(systems)
     wanted = {r.context_budget: r for r in retrievals(budgets)}  # one run per budget
     answerer, judge = as_answerer(answerer), as_judge(judge)
-    elsewhere = imported_rows(imported)  # checked before any work: each must be an imported, scored run
+    chosen = imported if isinstance(imported, ImportedRuns) else ImportedRuns(tuple(imported))
+    elsewhere = imported_rows(chosen.runs)  # checked before any work: each must be an imported, scored run
+    footing = imported_footing(elsewhere, judge=chosen.judge)
     answerer = replace(answerer, model=resolve_auto(answerer.model, DEFAULT_ANSWER_MODEL))
     protocol = judge.protocol if judge.active else None
     log = calls.log if calls else print
@@ -245,7 +273,7 @@ def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
         limit=answerer.limit)
     paths = write_leaderboard(folder, rows=rows, outcomes=outcomes, sample=sample, answer_model=answerer.model,
                               judge_model=judge.model if judge.active else None, protocol=protocol,
-                              budgets=budget_list, elsewhere=elsewhere)
+                              budgets=budget_list, elsewhere=elsewhere, imported_judge=footing)
     return LeaderboardResult(folder=folder, rows=rows, systems=outcomes, paths=paths,
                              ok=all(o.ok for o in outcomes) and bool(rows))
 

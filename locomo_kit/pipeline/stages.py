@@ -29,6 +29,7 @@ from locomo_kit.outcome import Outcome, StageFailed
 from locomo_kit.paths import default_dataset_path, outputs_dir
 from locomo_kit.pipeline.systems import answer_with_system, ingest_system
 from locomo_kit.qa.answering import AnswerConfig, QARunner
+from locomo_kit.qa.floor import measure_llm_floor
 from locomo_kit.qa.oracle import LABEL, ORACLE_IDENTITY
 from locomo_kit.qa.retrieval import LABELS
 from locomo_kit.qa.system_search import check_query_strategy, retrieval_label
@@ -153,6 +154,10 @@ def run_answer(sample: str = "conv-26", *, system: SystemSpec | ResolvedSystem |
     (``source="oracle"``: the gold evidence turns instead of any system); ``run_id``: a run folder of one's
     own (and then its own ingestion, unless the system names one); ``calls``
     (:class:`~locomo_kit.llm.execute.CallSettings`): concurrency, rate limits, batch, spending, progress.
+
+    An LLM answerer's no-memory floor is measured here too (:mod:`locomo_kit.qa.floor`): every question asked
+    with an empty context, through the same ``calls`` and a plan line of its own, once per answerer and question
+    set; a failed floor call leaves the outcome not ok (its ``problems`` say why).
     """
 
     answerer, retrieval = as_answerer(answerer), retrieval or Retrieval()
@@ -207,6 +212,11 @@ def run_answer(sample: str = "conv-26", *, system: SystemSpec | ResolvedSystem |
     run.update_manifest(answer={"finished_at": utc_now(), "answered": summary.answered, "failed": summary.failed,
                                 "skipped": summary.skipped, "usage_this_call": usage,
                                 "outcome": outcome.as_record()})
+    if llm is not None and summary.answered + summary.skipped:  # what this answerer scores with no memory at all
+        floor = measure_llm_floor(run, llm=llm, answer=answer, conversations=conversations, calls=calls)
+        if floor.problem:  # answered, but the run is not complete: its exit status and report say so
+            outcome.problems.append(floor.problem)
+            run.update_manifest(answer={"outcome": outcome.as_record()})
     summary.outcome = outcome
     return run, summary
 

@@ -115,6 +115,13 @@ class AnswerSummary:
         return f"questions answered: {self.answered}, failed: {self.failed}, already done: {self.skipped}"
 
 
+def answer_request(config: AnswerConfig, q: Question, context: str) -> LLMRequest:
+    """The LLM call that answers ``q`` from ``context`` under ``config`` (its prompt, version and max tokens)."""
+    system = FULL_CONTEXT_SYSTEM if config.source == "full-context" else ANSWER_SYSTEM
+    return LLMRequest([{"role": "user", "content": answer_user_prompt(q.question, context)}], system=system,
+                      max_tokens=ANSWER_MAX_TOKENS, prompt_version=config.prompt_version)
+
+
 def done_questions(run: RunFolder, config_key: str) -> set[tuple[str, int]]:
     return {(r["sample_id"], int(r["question_index"])) for r in run.records(ANSWERS_FILE)
             if r.get("config_key") == config_key and r.get("status") == "ok"}
@@ -186,9 +193,7 @@ class QARunner:
         return [], None, self._full.setdefault(conv.sample_id, full_context(conv))
 
     def request(self, q: Question, context: str) -> LLMRequest:
-        system = FULL_CONTEXT_SYSTEM if self.config.source == "full-context" else ANSWER_SYSTEM
-        return LLMRequest([{"role": "user", "content": answer_user_prompt(q.question, context)}], system=system,
-                          max_tokens=ANSWER_MAX_TOKENS, prompt_version=self.config.prompt_version)
+        return answer_request(self.config, q, context)
 
     def answer_one(self, conv: Conversation, q: Question) -> AnswerRecord:
         """Retrieve and answer one question now (the extractive floor, or one LLM call)."""

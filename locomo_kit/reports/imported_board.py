@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from locomo_kit.imported.identity import SOURCE_PROTOCOL, imported
 from locomo_kit.reports.comparison import compare
-from locomo_kit.reports.judges import shared_judges_lines
+from locomo_kit.reports.judges import shared_judges, shared_judges_lines, verdict_set_names
 from locomo_kit.reports.numbers import num, signed, signed_interval
 from locomo_kit.runs import RunFolder
 from locomo_kit.runs.records import load_scores
@@ -62,6 +62,18 @@ def imported_row(ref: str) -> dict[str, Any]:
 
 def imported_rows(refs: Sequence[str]) -> list[dict[str, Any]]:
     return [imported_row(r) for r in refs]
+
+
+def imported_judge(rows: list[dict[str, Any]], judge: str) -> dict[str, Any]:
+    """J overall (original gold key) under the verdict set named ``judge`` of every imported run in ``rows`` that has
+    it, and which runs lack it: ``{"name", "key", "j": {run_id: J}, "lacking": [run_id, …]}``. A ``ValueError``
+    naming each run's verdict sets when none of them has it (a name mistyped, not a run that lacks it)."""
+    s = shared_judges([_run(r["path"]) for r in rows], judge=judge)
+    if not s["judges"][judge]:
+        carried = "; ".join(f"{r['run_id']}: {', '.join(verdict_set_names(_run(r['path']))) or 'none'}" for r in rows)
+        raise ValueError(f"no imported run has a verdict set named {judge!r} (their verdict sets: {carried}); name one "
+                         "of them (`locomo-kit judges RUN` lists a run's judges)")
+    return {"name": judge, "key": s["key"], "j": s["judges"][judge], "lacking": s["lacking"][judge]}
 
 
 def imported_paired(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

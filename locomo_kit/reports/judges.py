@@ -296,6 +296,12 @@ def judges_figure(m: dict[str, Any], path: Path, key: str = "original") -> Path:
     return path
 
 
+def verdict_set_names(run: RunFolder) -> list[str]:
+    """The names of ``run``'s verdict sets (its judges, the source's, people's, the rules), as ``judges`` lists them."""
+    sets, _ = run_verdict_sets(run, audited=False)
+    return [s.name for s in sets]
+
+
 def shared_judges(runs: list[RunFolder], *, key: str = "original", judge: str | None = None) -> dict[str, Any]:
     """J per run under every judge that at least two of ``runs`` share (or under ``judge`` alone, for every
     run that has it), and which runs lack each: ``{"runs", "judges": {name: {run_id: J overall}}, "lacking"}``."""

@@ -341,10 +341,12 @@ def csv_text(rows: list[dict[str, Any]], outcomes: Sequence[Any], quoted: list[d
 
 def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: Sequence[Any], sample: str,
                       answer_model: str, judge_model: str | None, protocol: str | None,
-                      budgets: Sequence[int], elsewhere: Sequence[dict[str, Any]] = ()) -> dict[str, Path]:
+                      budgets: Sequence[int], elsewhere: Sequence[dict[str, Any]] = (),
+                      imported_judge: dict[str, Any] | None = None) -> dict[str, Path]:
     """``leaderboard.md``, ``.csv``, ``.json``, ``.png``, ``report.html`` (and ``curve.*`` with several budgets) in
     ``folder``. ``outcomes``: one per system, in order, as :class:`locomo_kit.pipeline.leaderboard.SystemOutcome`
-    holds it (``entry``, ``runs``, ``error``, ``ok``)."""
+    holds it (``entry``, ``runs``, ``error``, ``ok``); ``imported_judge``: the one judge the imported runs' J is
+    shown under (:func:`~locomo_kit.reports.imported_board.imported_judge`), else every judge they share."""
     folder.mkdir(parents=True, exist_ok=True)
     paired = paired_rows(rows) if rows else []
     quoted = quoted_rows()
@@ -363,7 +365,8 @@ def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: Seq
     md += ["## Paired differences against the first system", "",
            "Over the questions both runs answered; paired bootstrap 95% interval (locomo_kit.reports.comparison); MDD: the "
            "smallest difference this many questions detects with 80% power.", ""] + paired_lines(paired)
-    md += imported_lines(list(elsewhere))  # imported runs: their own section, never paired with the rows above
+    md += imported_lines(list(elsewhere),  # imported runs: their own section, never paired with the rows above
+                         judge=imported_judge["name"] if imported_judge else None)
     md += [f"## Published ({QUOTED})", "",
            "Other harnesses, other answerers (gpt-4o-mini), judges, retrieval depths and question mixes: set beside "
            "the table for orientation only, never compared with it.", ""] + quoted_lines(quoted)
@@ -394,6 +397,7 @@ def write_leaderboard(folder: Path, *, rows: list[dict[str, Any]], outcomes: Seq
                                          "rows": rows, "paired": paired, "quoted": quoted,
                                          "answered_elsewhere": [{k: v for k, v in r.items() if k not in ("question_set", "path")}
                                                                 for r in elsewhere],
+                                         "imported_judge": imported_judge,
                                          "flips": across.flips if across else [],
                                          "flip_basis": across.table["basis"] if across else None,
                                          "failed": [{"system": o.entry.spec, "error": o.error}

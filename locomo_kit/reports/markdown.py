@@ -18,7 +18,7 @@ from locomo_kit.reports.html import write_run_html
 from locomo_kit.reports.imported import build_imported_report
 from locomo_kit.reports.judges import judge_matrix, matrix_lines
 from locomo_kit.reports.numbers import interval, markdown_table, num, pct
-from locomo_kit.reports.pending import failed_answers, incomplete_judgements
+from locomo_kit.reports.pending import failed_answers, floor_gaps, incomplete_judgements
 from locomo_kit.reports.reliability import reliability_banners
 from locomo_kit.reports.run_warnings import run_warnings
 from locomo_kit.reports.sessions import session_lines
@@ -78,6 +78,11 @@ def pending_banner(run: RunFolder, include_answers: bool = True) -> list[str]:
     if n:
         out.append(f"> **Incomplete: {n} question(s) have no answer (their answer calls failed).** They are missing "
                    "from every number below; rerun the same command to retry exactly those calls.")
+    floor = floor_gaps(run)
+    if floor:
+        out.append(f"> **Incomplete no-memory floor: {floor} question(s) have no floor answer (their empty-context "
+                   "calls failed).** The floor in section 4 is over the others; rerun the same command to retry "
+                   "exactly those calls.")
     for protocol, (questions, calls) in incomplete_judgements(run).items():
         why = f"{calls} judge call(s) failed and are pending" if calls else "some judge replies were unparseable"
         out.append(f"> **J ({protocol}) is over partial data: {questions} question(s) have fewer valid judge runs "
@@ -299,7 +304,7 @@ def latency_section(s: dict) -> list[str]:
                     f"output {num(t['output_tokens'])}, total {num(t['total_tokens'])}.", ""]
 
 
-def category_section(s: dict, conversations: list[Conversation]) -> list[str]:
+def category_section(s: dict, conversations: list[Conversation], run: RunFolder | None = None) -> list[str]:
     """4. Official F1 per category with its interval, Mem0 F1 and BLEU-1."""
     f1, mf1, b1 = _by_cat(s["locomo_f1"]), _by_cat(s["mem0_f1"]), _by_cat(s["bleu1"])
     lines = ["## 4. Per category, with 95% intervals", "",
@@ -308,7 +313,7 @@ def category_section(s: dict, conversations: list[Conversation]) -> list[str]:
              interval(f1[c]["ci_low"], f1[c]["ci_high"]), f1[c]["min"], f1[c]["max"],
              mf1.get(c, {}).get("mean"), b1.get(c, {}).get("mean")] for c in [k for k in f1 if k != "overall"] + ["overall"]]
     lines += markdown_table(["category", "n", "F1", "95% CI", "min", "max", "Mem0 F1", "BLEU-1"], rows)
-    return lines + floor_lines(floor_rows(s["answerer"], list(s["_answers"].values()), conversations, f1))
+    return lines + floor_lines(floor_rows(s["answerer"], list(s["_answers"].values()), conversations, f1, run=run))
 
 
 def retrieval_section(s: dict) -> list[str]:
@@ -382,7 +387,7 @@ def build_report(run: RunFolder, conversations: list[Conversation]) -> tuple[Pat
     a = analyse(s, conversations)
     figures = write_figures(s, a, run.path / "figures")
     lines = header_lines(run, conversations, s) + facts_section(s)
-    lines += f1_section(s) + audited_section(s) + judge_section(s) + latency_section(s) + category_section(s, conversations)
+    lines += f1_section(s) + audited_section(s) + judge_section(s) + latency_section(s) + category_section(s, conversations, run)
     lines += retrieval_section(s) + compression_section(run, a) + errors_section(a) + costs_section(s)
     lines += matrix_lines(judge_matrix(run), heading="## 8. Judges side by side")
     lines += ["## Figures", ""] + [f"![{p.stem}](figures/{p.name})" for p in figures] + [""]

@@ -1,4 +1,4 @@
-"""What a run still owes: answer calls and judge calls that failed and stay pending.
+"""What a run still owes: answer calls, judge calls and no-memory floor calls that failed and stay pending.
 
 A failed call is recorded as failed, never as a result; the next run retries exactly those. These
 counts make a command exit non-zero and head the report while anything is pending.
@@ -7,7 +7,7 @@ counts make a command exit non-zero and head the report while anything is pendin
 from __future__ import annotations
 
 from locomo_kit.runs import RunFolder
-from locomo_kit.runs.records import ANSWERS_FILE, load_answers, load_judgements
+from locomo_kit.runs.records import ANSWERS_FILE, load_answers, load_floor, load_judgements
 from locomo_kit.scoring.calibration import CONFIG_PREFIX
 from locomo_kit.scoring.judge import failed_runs
 
@@ -50,6 +50,16 @@ def incomplete_judgements(run: RunFolder) -> dict[str, tuple[int, int]]:
     return {p: v for p, v in out.items() if v[0] or v[1]}
 
 
+def floor_gaps(run: RunFolder) -> int:
+    """Questions of the run's no-memory floor (an LLM answerer's, measured by the answer stage) with no floor
+    answer: their empty-context calls failed, or were never made."""
+    floor = run.manifest().get("answer", {}).get("floor") or {}
+    if not floor.get("keys"):
+        return 0
+    ok = sum(1 for r in load_floor(run, floor["keys"]).values() if r.get("status") == "ok")
+    return max(0, int(floor.get("questions") or 0) - ok)
+
+
 def pending_calls(run: RunFolder) -> list[str]:
     """Lines saying what is still failing (empty when nothing is pending)."""
     lines = []
@@ -57,6 +67,10 @@ def pending_calls(run: RunFolder) -> list[str]:
     if n:
         lines.append(f"{n} question(s) have no answer: their answer calls failed; rerun the same command to retry "
                      "exactly those")
+    n = floor_gaps(run)
+    if n:
+        lines.append(f"no-memory floor: {n} question(s) have no floor answer: their empty-context calls failed; rerun "
+                     "the same command to retry exactly those")
     for protocol, (questions, calls) in incomplete_judgements(run).items():
         if calls:
             lines.append(f"judge ({protocol}): {calls} call(s) failed and are pending; {questions} question(s) have "

@@ -12,7 +12,7 @@ import numpy as np
 from locomo_kit.costs import cost
 from locomo_kit.dataset import CATEGORY_NAMES
 from locomo_kit.runs import RunFolder
-from locomo_kit.runs.records import load_answers, load_judgements, load_scores
+from locomo_kit.runs.records import load_answers, load_floor, load_judgements, load_scores
 from locomo_kit.scoring.aggregate import by_category, summarize
 from locomo_kit.scoring.calibration import CONFIG_PREFIX, calibration_rates
 from locomo_kit.scoring.gold_judging import audited_config_key
@@ -220,6 +220,10 @@ def summarize_run(run: RunFolder) -> dict[str, Any]:
     out_tok = sum(a["output_tokens"] for a in answers)
     costs = {"answering": {"model": model, "input_tokens": in_tok, "output_tokens": out_tok,
                            "usd": cost(model, in_tok, out_tok) if model != "extractive" else 0.0}}
+    floor = [r for r in load_floor(run).values() if r.get("status") == "ok"]
+    if floor:  # an LLM answerer's no-memory floor (taken from the floor cache: no tokens in this run)
+        i, o = sum(r.get("input_tokens") or 0 for r in floor), sum(r.get("output_tokens") or 0 for r in floor)
+        costs["no-memory floor"] = {"model": model, "input_tokens": i, "output_tokens": o, "usd": cost(model, i, o)}
     for protocol in ("playbook", "mem0", "strict"):
         js = [j for j in judgements_all if j["protocol"] == protocol and (j["answer_config_key"] == key or
               j["answer_config_key"] == audited_config_key(key) or j["answer_config_key"].startswith(CONFIG_PREFIX))]

@@ -15,6 +15,7 @@ from locomo_kit.runs.folder import (
 )
 from locomo_kit.runs.records import (
            ANSWERS_FILE,
+           FLOOR_FILE,
            INGEST_FILE,
            JUDGEMENTS_FILE,
            SCORES_FILE,
@@ -22,13 +23,14 @@ from locomo_kit.runs.records import (
            empty_sessions,
            generation,
            load_answers,
+           load_floor,
            load_judgements,
            load_scores,
            run_problems,
            session_table,
 )
 
-__all__ = ["ANSWERS_FILE", "INGEST_FILE", "JUDGEMENTS_FILE", "RunConfig", "RunFolder", "RunStorageError",
+__all__ = ["ANSWERS_FILE", "FLOOR_FILE", "INGEST_FILE", "JUDGEMENTS_FILE", "RunConfig", "RunFolder", "RunStorageError",
            "SCORES_FILE", "done_sessions", "empty_sessions", "generation", "git_commit",
-           "ingestion_folder", "known_runs", "load_answers", "load_judgements", "load_scores",
+           "ingestion_folder", "known_runs", "load_answers", "load_floor", "load_judgements", "load_scores",
            "package_versions", "run_problems", "runs_root", "session_table", "slug", "utc_now", "worker_slug"]

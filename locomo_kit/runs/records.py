@@ -1,8 +1,9 @@
 """The one place that knows a run folder's record files: their names, and the readers of what they hold.
 
 ``ingest.jsonl`` (one record per session, and a ``reset`` record per ``--force``), ``answers.jsonl``,
-``scores.jsonl`` and ``judgements.jsonl`` are appended to by their stages; every other module reads
-them through these functions.
+``scores.jsonl`` and ``judgements.jsonl`` are appended to by their stages, and ``floor.jsonl`` by the answer
+stage of an LLM-answered run (its answerer's no-memory floor); every other module reads them through these
+functions.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ INGEST_FILE = "ingest.jsonl"
 ANSWERS_FILE = "answers.jsonl"
 SCORES_FILE = "scores.jsonl"
 JUDGEMENTS_FILE = "judgements.jsonl"
+FLOOR_FILE = "floor.jsonl"
 ZERO_OBSERVATIONS = "the Worker stored ZERO observations for this session"
 
 
@@ -116,3 +118,18 @@ def load_judgements(run: RunFolder, protocol: str | None = None) -> list[dict]:
         if protocol is None or j["protocol"] == protocol:
             latest[judgement_key(j)] = j
     return list(latest.values())
+
+
+def load_floor(run: RunFolder, floor_keys: dict[str, str] | None = None) -> dict[tuple[str, int], dict]:
+    """The latest no-memory floor record per question (``ok`` or ``failed``; an ``ok`` one is never undone by a later
+    failure), of each conversation's floor key in ``floor_keys`` (default: the keys the run's manifest names)."""
+    if floor_keys is None:
+        floor_keys = (run.manifest().get("answer", {}).get("floor") or {}).get("keys") or {}
+    latest: dict[tuple[str, int], dict] = {}
+    for r in run.records(FLOOR_FILE):
+        if floor_keys.get(r.get("sample_id")) != r.get("floor_key"):
+            continue
+        q = (r["sample_id"], int(r["question_index"]))
+        if latest.get(q, {}).get("status") != "ok":
+            latest[q] = r
+    return latest
