@@ -58,7 +58,7 @@ test: llm-prebuild data $(EXTRAS)
 LLM_CACHE := $(or $(LOCOMO_LLM_CACHE),$(HOME)/.cache/locomo-kit/llm-server)
 llm-prebuild:
 	@$(PY) -c '$(SUPPORTED)' || exit 0; \
-	if $(PY) scripts/llm-server info | $(PY) -c 'import json,sys; i=json.load(sys.stdin); sys.exit(0 if (i["server_built"] and i["model_fetched"]) or i["toolchain_missing"] else 1)'; then :; else \
+	if $(PY) scripts/llm-server info | $(PY) -c 'import json,sys; i=json.load(sys.stdin); sys.exit(0 if (i["server_built"] and i["model_fetched"]) or i["unavailable"] else 1)'; then :; else \
 	  mkdir -p $(LLM_CACHE); echo "llm-server: building in the background (log: $(LLM_CACHE)/prebuild.log)"; \
 	  nohup nice -n 5 $(PY) scripts/llm-server setup >>$(LLM_CACHE)/prebuild.log 2>&1 </dev/null & fi
 

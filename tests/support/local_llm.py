@@ -35,7 +35,7 @@ def build_in_background() -> subprocess.Popen | None:
     the local-LLM ones, which wait for it under the build's lock (``require_server``)."""
     global _background
     info = json.loads(llm_server("info"))
-    if (info["server_built"] and info["model_fetched"]) or info.get("toolchain_missing"):
+    if (info["server_built"] and info["model_fetched"]) or info.get("unavailable"):
         return None
     log = Path(info["server_dir"]).parent / "background-setup.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -73,9 +73,8 @@ def require_server() -> dict:
     started in the background), or fail."""
     _hurry_background_build()
     info = json.loads(llm_server("info"))
-    if info.get("toolchain_missing"):
-        pytest.skip(f"the real local LLM server cannot be built here: {info['toolchain_missing']}; its tests did "
-                    "not run")
+    if info.get("unavailable"):
+        pytest.skip(f"the real local LLM server cannot run here: {info['unavailable']}; its tests did not run")
     return json.loads(llm_server("setup"))
 
 
