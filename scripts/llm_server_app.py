@@ -150,6 +150,11 @@ class FrontServer(ThreadingHTTPServer):
         super().__init__(address, CapFront)
         self.upstream, self.cap = upstream, cap
 
+    def handle_error(self, request, client_address) -> None:
+        """A client that drops its kept-alive connection between requests is no error worth a traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
 
 def free_port(host: str) -> int:
     with socket.socket() as s:

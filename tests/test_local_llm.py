@@ -39,8 +39,8 @@ MAX_TOKENS = 256
 CLIENT_LEFT = "the client left before its reply"  # the front's line (scripts/llm_server_app.py)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def own_server(folder: Path):
+    """The server these tests use, started in ``folder``."""
     require_server()
     # claude-mem's 4,096-token calls need the speed. Run alone: every core. Under xdist (make test), other tests
     # share the cores: one thread (two waiting on each other there are slower), and as root ahead of the others,
@@ -48,8 +48,12 @@ def server(tmp_path_factory):
     parallel = bool(os.environ.get("PYTEST_XDIST_WORKER"))
     threads = 1 if parallel else os.cpu_count() or 1
     nice = -10 if parallel and os.geteuid() == 0 else 0
-    with running_server(tmp_path_factory.mktemp("llm-server"), n_ctx=16384, threads=threads, nice=nice,
-                        max_tokens=MAX_TOKENS) as info:
+    return running_server(folder, n_ctx=16384, threads=threads, nice=nice, max_tokens=MAX_TOKENS)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with own_server(tmp_path_factory.mktemp("llm-server")) as info:
         yield info
 
 
@@ -58,16 +62,6 @@ def served_calls(info: dict) -> list[int]:
     processing task``)."""
     return [int(n) for n in re.findall(r"\| task (\d+) \| processing task", Path(info["log"]).read_text(
         errors="replace"))]
-
-
-def settled(info: dict, timeout: float = 60) -> None:
-    """Wait until the server computes nothing (llama.cpp's ``/slots``): a call the test before left, which llama.cpp
-    cancels within a second or so, is then in the log before the caller reads it."""
-    from locomo_kit.llm.servers import server_busy
-
-    deadline = time.monotonic() + timeout
-    while server_busy(info["url"]) is not False and time.monotonic() < deadline:
-        time.sleep(0.25)
 
 
 def generated(info: dict) -> list[int]:
@@ -119,28 +113,24 @@ def test_claude_mem_compresses_a_session_with_the_real_small_model(server, tmp_p
     assert made and max(made) <= MAX_TOKENS, f"the server's cap did not hold: {made}"
 
 
-def test_the_kit_answers_and_judges_with_a_real_local_server(server, tmp_path):
+def test_the_kit_answers_and_judges_with_a_real_local_server(tmp_path):
     """`run --limit 2` with the default concurrency (16) and timeout: every answer once, nothing left
     for the server to compute in vain, progress from the first call, J on the console, and the
-    self-judging banner at the top of the report."""
+    self-judging banner at the top of the report. A server of its own: every call in its log is the kit's (a
+    Worker of the test before may leave a call behind on the module's server)."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "CI"}
     env.update(LOCOMO_OUTPUTS_DIR=str(tmp_path), LOCOMO_EMBEDDER="hashing")
-    settled(server)
-    before, log_start = len(served_calls(server)), len(Path(server["log"]).read_text(errors="replace"))
-    proc = subprocess.run([sys.executable, "-m", "locomo_kit", "run", "--sample", "conv-26", "--answer-model", MODEL,
-                           "--answer-base-url", server["base_url"], "--limit", "2", "--context-budget", "200",
-                           "--judge-model", MODEL, "--judge-base-url", server["base_url"], "--judge-protocol", "mem0",
-                           "--judge-runs", "1", "--calibration-size", "1"],
-                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    with own_server(tmp_path / "server") as server:
+        proc = kit_run(server, env)
+        log = Path(server["log"]).read_text(errors="replace")
     out = proc.stdout + proc.stderr
-    log = Path(server["log"]).read_text(errors="replace")[log_start:]
-    assert CLIENT_LEFT not in log and "cancel task" not in log  # no call left queued or computing by the kit
+    assert CLIENT_LEFT not in log and "cancel task" not in log, log[-3000:]  # no call left queued or computing
     run = next(p for p in (tmp_path / "runs").iterdir() if (p / "answers.jsonl").exists())
     answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
     assert [a["status"] for a in answers] == ["ok", "ok"], out[-3000:]
     assert "no cost (a local server)" in out and "answering: 1/2 calls" in out
     judgements = [json.loads(line) for line in (run / "judgements.jsonl").read_text().splitlines()]
-    made = len(served_calls(server)) - before
+    made = len(served_calls(server))
     assert made <= 2 + len(judgements) + 2, out[-3000:]  # each call once (plus a preflight per stage)
     assert "J (mem0, % correct, judged by " in proc.stdout, out[-3000:]
     top = (run / "report.md").read_text().split("## Run facts")[0]
@@ -149,6 +139,15 @@ def test_the_kit_answers_and_judges_with_a_real_local_server(server, tmp_path):
     assert proc.returncode in (0, 1), out[-3000:]
     if proc.returncode:  # a 135M judge may answer outside the protocol: then the run says so, never a result
         assert "judge (mem0)" in out and "fewer valid judge runs" in (run / "report.md").read_text(), out[-3000:]
+
+
+def kit_run(server: dict, env: dict) -> subprocess.CompletedProcess:
+    """`locomo-kit run --limit 2` with the local model as answerer and judge."""
+    return subprocess.run([sys.executable, "-m", "locomo_kit", "run", "--sample", "conv-26", "--answer-model", MODEL,
+                           "--answer-base-url", server["base_url"], "--limit", "2", "--context-budget", "200",
+                           "--judge-model", MODEL, "--judge-base-url", server["base_url"], "--judge-protocol", "mem0",
+                           "--judge-runs", "1", "--calibration-size", "1"],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=1800)
 
 
 def test_memworker_llm_extractor_with_the_real_small_model(server, tmp_path):
