@@ -24,9 +24,10 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-# headers that describe one connection, not the message (RFC 9110 7.6.1), and the two the front sets itself
+# headers that describe one connection, not the message (RFC 9110 7.6.1), the two the front sets itself, and
+# Expect (the front has answered a client's "100-continue" itself)
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
-                        "upgrade", "content-length", "host"})
+                        "upgrade", "content-length", "host", "expect"})
 
 
 CLIENT_LEFT = "the client left before its reply"

@@ -174,3 +174,17 @@ def test_a_negative_cap_is_refused(capsys):
     with pytest.raises(SystemExit):
         app_module.parse_args(["--model", "m.gguf", "--alias", "m", "--port", "1", "--max-tokens", "-1"])
     assert "--max-tokens must be 0 (no cap) or more, not -1" in capsys.readouterr().err
+
+
+def test_a_client_that_expects_100_continue_is_answered_by_the_front(front):
+    """curl sends ``Expect: 100-continue`` with a body over 1 KiB and waits for it: the front answers it, and the
+    server behind gets the whole call without the header."""
+    url, upstream, _ = front
+    body = json.dumps({"messages": [{"role": "user", "content": "x" * 2000}], "max_tokens": 4096}).encode()
+    with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=10) as client:
+        client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                       b"Content-Length: %d\r\n\r\n" % len(body))
+        assert client.recv(100).startswith(b"HTTP/1.1 100 Continue")
+        client.sendall(body)
+        assert client.recv(100).startswith(b"HTTP/1.1 200")
+    assert json.loads(upstream.seen[0]["body"])["max_tokens"] == 512 and "Expect" not in upstream.seen[0]["headers"]
