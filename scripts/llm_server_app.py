@@ -1,7 +1,7 @@
 """llama.cpp's own OpenAI-compatible server (``server.cpp``, as the prebuilt ``xllamacpp`` wheel embeds it) on
 loopback, with one option of its own: ``--max-tokens N`` caps what the server generates for each call, whatever
-the call asks (as ``llama-server --n-predict`` once did; today's llama.cpp takes its ``n_predict`` only as the
-default for a call that asks none). Run by ``scripts/llm-server start`` with the server venv's Python; the cap
+the call asks (llama.cpp's own ``n_predict``, ``llama-server -n``, is only the default for a call that asks
+none: a call asking more gets more, checked with this wheel). Run by ``scripts/llm-server start`` with the server venv's Python; the cap
 lets a test give a client that hard-codes a large ``max_tokens`` (claude-mem asks 4,096 for every compressor
 call) the reply a small looping model writes, without minutes of generation.
 
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     params.n_parallel = 1  # one call at a time, the whole context for it
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.threads
     # a call that names no repeat_penalty gets 1.1, as on llama-cpp-python's server, which the kit's local-model
-    # figures were measured with (llama.cpp's own default, 1.0, lets a 135M model loop on a word sooner)
+    # figures were measured with (llama.cpp's own default is 1.0)
     params.sampling.penalty_repeat = 1.1
     print(f"llm_server_app: xllamacpp {xllamacpp.__version__}, {xllamacpp.get_system_info().strip()}", file=sys.stderr,
           flush=True)
