@@ -13,7 +13,7 @@ $(shell rm -rf $(VENV))
 endif
 endif
 
-.PHONY: setup data run test bench clean llm-prebuild
+.PHONY: setup data run test bench clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@$(PY) -c '$(SUPPORTED)' || { echo "$(PY) is $$($(PY) --version 2>&1): locomo-kit needs Python 3.11 or newer (make PY=python3.11 ...)"; exit 1; }
@@ -46,21 +46,11 @@ run: data
 # The tests run on TEST_WORKERS processes (pytest-xdist), a module's tests on one of them, in the order
 # tests/conftest.py gives (the longest modules first); TEST_WORKERS=0 runs them in this one process.
 TEST_WORKERS ?= 3
-test: llm-prebuild data $(EXTRAS)
+test: data $(EXTRAS)
 	$(BIN)/ruff check .
 	@# the tests start many Python processes: the kit compiled once here, not in each where PYTHONDONTWRITEBYTECODE is set
 	$(BIN)/python -m compileall -q -j0 locomo_kit memworker tests benchmarks scripts >/dev/null
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --nbval --durations=25 tests notebooks
-
-# A new machine compiles the local LLM server (scripts/llm-server, minutes of one core): started here, before the
-# kit's own setup, in the background at a lower priority, so that the compile overlaps the setup and the first tests;
-# the local-LLM tests wait for it under the build's lock. Nothing is started when it is built or cannot be built.
-LLM_CACHE := $(or $(LOCOMO_LLM_CACHE),$(HOME)/.cache/locomo-kit/llm-server)
-llm-prebuild:
-	@$(PY) -c '$(SUPPORTED)' || exit 0; \
-	if $(PY) scripts/llm-server info | $(PY) -c 'import json,sys; i=json.load(sys.stdin); sys.exit(0 if (i["server_built"] and i["model_fetched"]) or i["toolchain_missing"] else 1)'; then :; else \
-	  mkdir -p $(LLM_CACHE); echo "llm-server: building in the background (log: $(LLM_CACHE)/prebuild.log)"; \
-	  nohup nice -n 5 $(PY) scripts/llm-server setup >>$(LLM_CACHE)/prebuild.log 2>&1 </dev/null & fi
 
 bench: data
 	$(BIN)/python benchmarks/memworker_bench.py

@@ -1,5 +1,6 @@
-"""Figures for docs/local-models.md, measured with the real local server (scripts/llm-server:
-llama-cpp-python 0.3.36, SmolLM2-135M-Instruct Q4_1) on conv-26:
+"""Figures for docs/local-models.md, measured with the real local server (scripts/llm-server: llama.cpp's own
+server from the xllamacpp wheel, SmolLM2-135M-Instruct Q4_1; the figures there were measured with
+llama-cpp-python 0.3.36) on conv-26:
 
     python benchmarks/local_llm_bench.py [--questions 10] [--sessions 2] [--calibration 10] [--parts answer,judge,compress]
 

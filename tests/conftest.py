@@ -19,13 +19,13 @@ LOCAL_LLM_TESTS = "test_local_llm.py"
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """A session that will run the local-LLM tests starts the server's build now, in the background."""
+    """A session that will run the local-LLM tests starts the server's install now, in the background."""
     if not session.config.option.collectonly and any(item.path.name == LOCAL_LLM_TESTS for item in session.items):
-        local_llm.build_in_background()
+        local_llm.install_in_background()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    local_llm.stop_background_build()
+    local_llm.stop_background_install()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

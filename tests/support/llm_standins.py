@@ -73,8 +73,8 @@ RATE_LIMITED = (429, {"type": "error", "error": {"type": "rate_limit_error", "me
 
 class SlowServer:
     """An OpenAI-compatible server that computes ``slots`` calls at a time, each taking ``delay`` s,
-    as llama-cpp-python's server does with one slot (checked against the real one, see
-    tests/test_local_llm.py):
+    as llama-cpp-python's server does with one slot (checked against llama-cpp-python 0.3.36 while it was the
+    kit's test server; tests/test_local_llm.py now runs llama.cpp's own):
 
     - calls wait in a FIFO queue for the model lock; a call whose client left while it waited is
       refused with 400 "Client closed request" and never computed; a call being computed is

@@ -1,7 +1,8 @@
-"""The real local LLM server (llama.cpp's, via ``scripts/llm-server``) as a test component: built
-into a cache outside the repository once (5-15 minutes; tests/conftest.py starts that build in the
+"""The real local LLM server (llama.cpp's own, from the prebuilt xllamacpp wheel, via ``scripts/llm-server``) as a
+test component: installed into a cache outside the repository once (seconds; tests/conftest.py starts that in the
 background, at the lowest priority, as soon as a session has collected a test that needs it), started on
-loopback per test module. Without a C/C++ toolchain or cmake the tests that need it skip and say why (``-ra``)."""
+loopback per test module. Where it cannot run (``llm-server info``'s ``unavailable``) the tests that need it skip
+and say why (``-ra``)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "llm-server"
 MODEL = "openai/SmolLM2-135M-Instruct-Q4_1"
-_background: subprocess.Popen | None = None  # the build started by build_in_background
+_background: subprocess.Popen | None = None  # the install started by install_in_background
 
 
 def llm_server(*args: str, timeout: float = 3600) -> str:
@@ -29,25 +30,25 @@ def llm_server(*args: str, timeout: float = 3600) -> str:
     return proc.stdout
 
 
-def build_in_background() -> subprocess.Popen | None:
-    """Start ``llm-server setup`` at the lowest CPU priority when the server is not built yet and can be built
-    here (None otherwise): on a fresh machine its build (minutes) then overlaps the tests that run before
-    the local-LLM ones, which wait for it under the build's lock (``require_server``)."""
+def install_in_background() -> subprocess.Popen | None:
+    """Start ``llm-server setup`` at the lowest CPU priority when the server is not installed yet and can run
+    here (None otherwise): on a fresh machine its download then overlaps the tests that run before the
+    local-LLM ones, which wait for it under the install's lock (``require_server``)."""
     global _background
     info = json.loads(llm_server("info"))
-    if (info["server_built"] and info["model_fetched"]) or info.get("toolchain_missing"):
+    if (info["server_built"] and info["model_fetched"]) or info.get("unavailable"):
         return None
     log = Path(info["server_dir"]).parent / "background-setup.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         _background = subprocess.Popen([sys.executable, str(SCRIPT), "setup"], stdout=out, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, start_new_session=True)
-    os.setpriority(os.PRIO_PROCESS, _background.pid, 19)  # before it starts pip: the compilers inherit it
+    os.setpriority(os.PRIO_PROCESS, _background.pid, 19)  # before it starts pip, which inherits it
     return _background
 
 
-def stop_background_build(timeout: float = 60) -> None:
-    """End a background build still running (the session ends without the local-LLM tests having waited
+def stop_background_install(timeout: float = 60) -> None:
+    """End a background install still running (the session ends without the local-LLM tests having waited
     for it); ``llm-server`` removes its temporary folder on SIGTERM."""
     proc = _background
     if proc is not None and proc.poll() is None:
@@ -59,8 +60,8 @@ def stop_background_build(timeout: float = 60) -> None:
             proc.wait()
 
 
-def _hurry_background_build() -> None:
-    """The tests now wait for the background build: back to normal priority (root only; else it stays niced)."""
+def _hurry_background_install() -> None:
+    """The tests now wait for the background install: back to normal priority (root only; else it stays niced)."""
     if _background is not None and _background.poll() is None:
         try:
             os.setpriority(os.PRIO_PGRP, _background.pid, 0)
@@ -69,13 +70,12 @@ def _hurry_background_build() -> None:
 
 
 def require_server() -> dict:
-    """Skip (saying why) without the toolchain; otherwise build the server once (or wait for the build
+    """Skip (saying why) where the server cannot run; otherwise install it once (or wait for the install
     started in the background), or fail."""
-    _hurry_background_build()
+    _hurry_background_install()
     info = json.loads(llm_server("info"))
-    if info.get("toolchain_missing"):
-        pytest.skip(f"the real local LLM server cannot be built here: {info['toolchain_missing']}; its tests did "
-                    "not run")
+    if info.get("unavailable"):
+        pytest.skip(f"the real local LLM server cannot run here: {info['unavailable']}; its tests did not run")
     return json.loads(llm_server("setup"))
 
 
