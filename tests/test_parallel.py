@@ -72,6 +72,17 @@ def test_jobs_in_one_process_start_longest_first_and_those_split_by_conversation
     assert start_order(["bm25", "mcp:somewhere", "memworker"]) == ["mcp:somewhere", "memworker", "bm25"]
 
 
+def test_only_the_last_job_to_start_splits_its_conversations():
+    from locomo_kit.pipeline.leaderboard import BoardSettings, Entry, each_job_settings
+    from locomo_kit.settings import Answerer, Judge, Retrieval
+
+    board = BoardSettings(sample="all", retrievals=(Retrieval(),), answerer=Answerer(), judge=Judge(),
+                          calls=CallSettings(jobs=3))
+    started = [Entry("dense"), Entry("mem0"), Entry("mempalace")]
+    assert [s.calls.jobs for s in each_job_settings(started, settings=board)] == [1, 1, 3]
+    assert [s.calls for s in each_job_settings(started, settings=replace(board, calls=None))] == [None] * 3
+
+
 def test_a_bad_jobs_count_is_refused(capsys):
     with pytest.raises(ParallelError, match="1 or more"):
         check_jobs(0)

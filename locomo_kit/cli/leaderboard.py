@@ -45,9 +45,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "every imported run that has it, and name the runs that lack it (default: every judge they share)")
     p.add_argument("--out", help="folder for the leaderboard (default outputs/leaderboards/<id>)")
     p.add_argument("--jobs", type=int_in(1, 64), default=None, metavar="N",
-                   help="systems run at once, each in a process of its own (and the conversations of a system that "
-                   "keeps a store per conversation, MemPalace or Mem0, in N processes), with the same runs and "
-                   "results as one after another (default: the machine's cores, capped by its available memory)")
+                   help="systems run at once, each in a process of its own (the last to start, where it keeps a store "
+                   "per conversation as MemPalace and Mem0 do, runs its conversations in N processes), with the "
+                   "same runs and results as one after another (default: the machine's cores, capped by its "
+                   "available memory)")
     p.set_defaults(func=handle)
 
 

@@ -187,6 +187,15 @@ def _apart(name: str) -> bool:
         return False
 
 
+def each_job_settings(started: Sequence[Entry], *, settings: BoardSettings) -> list[BoardSettings]:
+    """The settings of each job, in the order they start: only the last splits its conversations over the
+    processes (``calls.jobs``); before it, a split would take a core another system waits for."""
+    if settings.calls is None:
+        return [settings for _ in started]
+    alone = replace(settings, calls=replace(settings.calls, jobs=1))
+    return [alone for _ in started[:-1]] + [settings for _ in started[-1:]]
+
+
 def parallel_outcomes(entries: Sequence[Entry], *, settings: BoardSettings, jobs: int,
                       log: Callable[[str], None] = print) -> list[SystemOutcome]:
     """Every system in a process of its own, ``jobs`` at a time (:func:`~locomo_kit.pipeline.parallel.run_jobs`);
@@ -200,8 +209,9 @@ def parallel_outcomes(entries: Sequence[Entry], *, settings: BoardSettings, jobs
     apart = {e.name for e in entries if several and _apart(e.name)}
     order = {name: i for i, name in enumerate(start_order([e.name for e in entries], apart=apart))}
     started = sorted(entries, key=lambda e: order[e.name])
-    results = {res.name: res for res in run_jobs([Job(e.spec, call=system_job, kwargs={"entry": e, "settings": settings})
-                                                  for e in started], workers=jobs, lines=lines)}
+    results = {res.name: res for res in run_jobs([
+        Job(e.spec, call=system_job, kwargs={"entry": e, "settings": s})
+        for e, s in zip(started, each_job_settings(started, settings=settings))], workers=jobs, lines=lines)}
     return [results[e.spec].value if isinstance(results[e.spec].value, SystemOutcome)
             else SystemOutcome(e, error=results[e.spec].error) for e in entries]
 

@@ -106,8 +106,9 @@ def default_jobs(names: Sequence[str], *, cpu: int | None = None, memory_mib: fl
 
 def start_order(names: Sequence[str], *, apart: Collection[str] = ()) -> list[str]:
     """``names`` (system names) in the order their jobs start: those that run in one process the longest first
-    (:data:`JOB_SECONDS`), then those in ``apart`` (whose conversations run in several processes) the shortest
-    first, so that the last jobs are the ones that keep every core busy to the end; ties in the given order."""
+    (:data:`JOB_SECONDS`), then those in ``apart`` (whose conversations can run in several processes) the
+    shortest first, so that the last job (the one that splits) keeps every core busy to the end; ties in the
+    given order."""
     one = sorted((n for n in names if n not in apart), key=lambda n: -JOB_SECONDS.get(n, ASSUMED_S))
     return one + sorted((n for n in names if n in apart), key=lambda n: JOB_SECONDS.get(n, ASSUMED_S))
 
