@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import re
+import stat
 import subprocess
 import sys
 import warnings
@@ -30,6 +31,22 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from locomo_kit.paths import checkout, outputs_dir, write_atomic
+
+# Record files parsed in this process, by (path, size, modification time, inode): a report, a leaderboard's page
+# or a comparison reads the same answers and scores many times
+PARSED_FILES = 16
+_PARSED: dict[tuple[str, int, int, int], list[dict[str, Any]]] = {}
+
+
+def _parse_records(path: Path) -> Iterator[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                warnings.warn(f"{path}:{number}: skipping an unreadable record (interrupted write?)")
 
 TRACKED_PACKAGES = ("locomo-kit", "httpx", "anthropic", "openai", "nltk", "numpy", "pandas", "papermill")
 
@@ -257,15 +274,22 @@ class RunFolder:
             raise _storage_error(path, exc) from None
 
     def records(self, name: str) -> Iterator[dict[str, Any]]:
-        """Records of ``name``; a torn last line (a crash mid-write) is skipped with a warning."""
+        """Records of ``name``; a torn last line (a crash mid-write) is skipped with a warning. A file read before
+        and unchanged since (its size, time and inode) is not parsed again: each record comes as a copy of its
+        top level, as a new read would give it."""
         path = self.path / name
-        if not path.is_file():
+        try:
+            st = path.stat()
+        except OSError:
             return
-        with open(path, encoding="utf-8") as fh:
-            for number, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    warnings.warn(f"{path}:{number}: skipping an unreadable record (interrupted write?)")
+        if not stat.S_ISREG(st.st_mode):
+            return
+        key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+        parsed = _PARSED.pop(key, None)
+        if parsed is None:
+            parsed = list(_parse_records(path))
+        _PARSED[key] = parsed  # the most recent last
+        while len(_PARSED) > PARSED_FILES:
+            _PARSED.pop(next(iter(_PARSED)))
+        for record in parsed:
+            yield dict(record)
