@@ -130,8 +130,11 @@ def test_the_kit_answers_and_judges_with_a_real_local_server(tmp_path):
     assert [a["status"] for a in answers] == ["ok", "ok"], out[-3000:]
     assert "no cost (a local server)" in out and "answering: 1/2 calls" in out
     judgements = [json.loads(line) for line in (run / "judgements.jsonl").read_text().splitlines()]
+    floor = [json.loads(line) for line in (run / "floor.jsonl").read_text().splitlines()]
+    assert len(floor) == 2, out[-3000:]  # the answerer's no-memory floor: each question with an empty context
     made = len(served_calls(server))
-    assert made <= 2 + len(judgements) + 2, out[-3000:]  # each call once (plus a preflight per stage)
+    # each call once: answers, the floor's, the judge's (plus a preflight per stage)
+    assert made <= 2 + len(floor) + len(judgements) + 2, out[-3000:]
     assert "J (mem0, % correct, judged by " in proc.stdout, out[-3000:]
     top = (run / "report.md").read_text().split("## Run facts")[0]
     assert "The J numbers below are unreliable:" in top and "also gave the answers" in top

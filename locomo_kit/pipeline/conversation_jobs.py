@@ -98,7 +98,8 @@ def in_processes(call: Callable[..., Any], *, groups: list[list[Conversation]], 
     order. The first error (by group) is raised once every process has ended."""
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(i, call, g, kwargs, results),
+    # daemonic: a process the parent could not stop (Ctrl-C while it was being started) ends with the parent
+    procs = [ctx.Process(target=_child, args=(i, call, g, kwargs, results), daemon=True,
                          name=f"locomo-kit {g[0].sample_id}…") for i, g in enumerate(groups)]
     got: dict[int, tuple[str, Any]] = {}
     try:
@@ -122,7 +123,7 @@ def in_processes(call: Callable[..., Any], *, groups: list[list[Conversation]], 
         for p in procs:
             p.join()
     except KeyboardInterrupt:
-        stop([p for p in procs if p.is_alive()])
+        stop([p for p in procs if p.pid is not None])
         raise
     if any(kind == "interrupted" for kind, _ in got.values()):
         raise KeyboardInterrupt
