@@ -19,7 +19,7 @@ from locomo_kit.systems.runner import resolve_system
 from locomo_kit.testing.same_results import results
 
 from support.peer_systems import require_toolchain
-from support.runs import offline_outputs
+from support.runs import interruptible, offline_outputs
 
 
 def _work(c) -> int:
@@ -113,7 +113,7 @@ def test_ctrl_c_stops_every_process_and_raises(tmp_path, dataset_path):
               "groups = conversation_groups(load_dataset(sys.argv[2])[:4], jobs=2)\n"
               "in_processes(_wait, groups=groups, kwargs={'folder': sys.argv[3]})\n")
     proc = subprocess.Popen([sys.executable, "-c", script, str(Path(__file__).parent), str(dataset_path),
-                             str(tmp_path)], stderr=subprocess.PIPE, text=True)
+                             str(tmp_path)], stderr=subprocess.PIPE, text=True, preexec_fn=interruptible)
     deadline = time.monotonic() + 60
     while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)

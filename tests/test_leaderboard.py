@@ -27,7 +27,7 @@ from locomo_kit.scoring.rules import default_verdict
 from locomo_kit.testing.same_results import results
 
 from support.chromium import Opened
-from support.runs import offline_outputs
+from support.runs import interruptible, offline_outputs
 
 FAST = "memworker,bm25,dense"
 
@@ -351,7 +351,8 @@ def test_ctrl_c_stops_every_job_and_a_rerun_completes_them(one_after_another, tm
     process left; the same command again finishes, with the records of an uninterrupted run."""
     with offline_outputs(tmp_path / "outputs") as out:
         proc = subprocess.Popen([sys.executable, "-m", "locomo_kit", *JOBS_ARGS, "--jobs", "2"], text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy())
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy(),
+                                preexec_fn=interruptible)
         seen = []
         for line in proc.stdout:  # interrupt once both jobs have started (a loaded machine reads these lines late:
             seen.append(line)    # a later line may come after the small jobs ended)

@@ -3,6 +3,7 @@ environment they run in: the fast hashing embedder, no progress bars, no API key
 
 from __future__ import annotations
 
+import signal
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -41,3 +42,9 @@ def run_offline(*argv: str, run_id: str) -> RunFolder:
     """``locomo-kit run ARGV --run-id RUN_ID`` in the current outputs folder; it must exit 0."""
     assert main(["run", *argv, "--run-id", run_id]) == 0
     return RunFolder(run_id)
+
+
+def interruptible() -> None:
+    """A child process's SIGINT back to its default (a Popen ``preexec_fn``): a test run started in the background
+    (``nohup ... &``) ignores SIGINT, and so would the command a Ctrl-C test interrupts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
