@@ -227,6 +227,12 @@ def _refetch_hint(path: Path) -> str:
     return ". Replace it with the pinned release: `locomo-kit data fetch --force` (with LOCOMO_SOURCE=… offline)"
 
 
+# Datasets parsed in this process, by (path, size, modification time, inode): every stage of a run, a report and a
+# leaderboard's page read the same file again (its conversations are frozen, so they are shared)
+_PARSED: dict[tuple[str, int, int, int], tuple[Conversation, ...]] = {}
+PARSED_DATASETS = 4
+
+
 def load_dataset(path: str | Path | None = None) -> list[Conversation]:
     """Read and validate the whole LoCoMo file (default ``data/locomo10.json``)."""
     path = Path(path) if path else default_dataset_path()
@@ -235,6 +241,16 @@ def load_dataset(path: str | Path | None = None) -> list[Conversation]:
             f"No dataset at {path}. Fetch it with `locomo-kit data fetch` "
             "(or LOCOMO_SOURCE=/path/to/locomo10.json locomo-kit data fetch)."
         )
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
+    if key not in _PARSED:
+        if len(_PARSED) >= PARSED_DATASETS:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = tuple(_parse_dataset(path))
+    return list(_PARSED[key])
+
+
+def _parse_dataset(path: Path) -> list[Conversation]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:

@@ -126,30 +126,40 @@ def own_writes(system: MemorySystem, folder: RunFolder, conversations: list[Conv
     """Read-your-writes for any system: each sampled turn (:func:`sampled_turns`, of the sessions that went in)
     searched by its own words; found when a result carries its turn id or holds its words (the 80% text rule).
     The record for the manifest's ``read_your_writes`` (``warning``: for a system that stores what it is given
-    and found fewer than half). None for a system that checks its own (a Worker's wait for its index)."""
+    and found fewer than half). None for a system that checks its own (a Worker's wait for its index). After a
+    search that fails (``search_failed``), the other sampled turns count as not found without being searched."""
     if system.read_your_writes:
         return None
-    probes, missed = 0, []
+    planned = []
     for conv in conversations:
         done = done_sessions(folder, conv.sample_id, system.unit)
-        for turn in (t for t in sampled_turns(conv, size=size) if int(t.dia_id[1:].split(":")[0]) in done):
-            probes += 1
-            try:
-                found = system.search(conv.sample_id, turn.text, top_k).memories
-            except MemorySystemError as exc:
-                missed.append(f"{conv.sample_id} {turn.dia_id} ({type(exc).__name__})")
-                continue
-            if not any(turn.dia_id in m.source_turns for m in found) and \
-                    not covered_by_text(turn.text, [stemmed_tokens(m.text) for m in found]):
-                missed.append(f"{conv.sample_id} {turn.dia_id}")
-    if not probes:
+        planned += [(conv, t) for t in sampled_turns(conv, size=size) if int(t.dia_id[1:].split(":")[0]) in done]
+    if not planned:
         return None
+    missed: list[str] = []
+    failed: str | None = None
+    for conv, turn in planned:
+        if failed:  # a search that failed once fails the same way: the rest is not tried (a hang waits each out)
+            missed.append(f"{conv.sample_id} {turn.dia_id} (not searched)")
+            continue
+        try:
+            found = system.search(conv.sample_id, turn.text, top_k).memories
+        except MemorySystemError as exc:
+            missed.append(f"{conv.sample_id} {turn.dia_id} ({type(exc).__name__})")
+            failed = f"{type(exc).__name__}: {exc}"
+            continue
+        if not any(turn.dia_id in m.source_turns for m in found) and \
+                not covered_by_text(turn.text, [stemmed_tokens(m.text) for m in found]):
+            missed.append(f"{conv.sample_id} {turn.dia_id}")
+    probes = len(planned)
     out: dict[str, Any] = {"sampled": probes, "found": probes - len(missed), "missed": missed, "top_k": top_k,
-                           "seed": OWN_WRITES_SEED, "checked_at": utc_now(), "warning": None}
+                           "seed": OWN_WRITES_SEED, "checked_at": utc_now(), "warning": None,
+                           "search_failed": failed[:500] if failed else None}
     if not system.transforms and out["found"] * 2 < probes:
         out["warning"] = (f"READ-YOUR-WRITES: {label or system.name} returned only {out['found']} of {probes} of its "
                           f"own writes when searched by their own words (top {top_k}); not found: "
-                          + ", ".join(missed[:10]) + (" …" if len(missed) > 10 else ""))
+                          + ", ".join(missed[:10]) + (" …" if len(missed) > 10 else "")
+                          + (f"; a search failed ({failed[:300]}), so the rest were not searched" if failed else ""))
     return out
 
 

@@ -43,11 +43,20 @@ def bootstrap_ci(values: Sequence[float], level: float = 0.95, resamples: int = 
         return (math.nan, math.nan)
     if arr.size == 1:
         return (float(arr[0]), float(arr[0]))
-    rng = np.random.default_rng(seed)
-    means = arr[rng.integers(0, arr.size, size=(resamples, arr.size))].mean(axis=1)
-    alpha = (1 - level) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return (float(low), float(high))
+    key = (arr.tobytes(), level, resamples, seed)
+    if key not in _INTERVALS:
+        if len(_INTERVALS) >= 1024:
+            _INTERVALS.pop(next(iter(_INTERVALS)))
+        rng = np.random.default_rng(seed)
+        means = arr[rng.integers(0, arr.size, size=(resamples, arr.size))].mean(axis=1)
+        alpha = (1 - level) / 2
+        low, high = np.quantile(means, [alpha, 1 - alpha])
+        _INTERVALS[key] = (float(low), float(high))
+    return _INTERVALS[key]
+
+
+# intervals drawn in this process: a report and a leaderboard's page summarise the same scores more than once
+_INTERVALS: dict[tuple[bytes, float, int, int], tuple[float, float]] = {}
 
 
 def wilson_ci(successes: float, n: int, level: float = 0.95) -> tuple[float, float]:

@@ -36,13 +36,18 @@ def _stem(word: str) -> str:
 
 
 def stemmed_tokens(text: str) -> list[str]:
-    return [_stem(w) for w in normalize_answer(text).split()]
+    return list(_stemmed(text))
+
+
+@lru_cache(maxsize=16384)  # the same answers and retrieved memories are scored by several rules and reports
+def _stemmed(text: str) -> tuple[str, ...]:
+    return tuple(_stem(w) for w in normalize_answer(text).split())
 
 
 def token_f1(prediction: str, answer: str) -> float:
     """Official token F1 over stemmed, normalised tokens (multiset overlap)."""
-    pred = stemmed_tokens(prediction)
-    gold = stemmed_tokens(answer)
+    pred = _stemmed(prediction)
+    gold = _stemmed(answer)
     common = sum((Counter(pred) & Counter(gold)).values())
     if common == 0:
         return 0.0

@@ -164,7 +164,10 @@ def _run(cmd: list[str], spec: EnvironmentSpec, timeout: float = 1800, cwd: Path
 def _build(spec: EnvironmentSpec, env: Path) -> None:
     python = find_python(spec.python_version)
     _run([str(python), "-m", "venv", str(env / "venv")], spec, timeout=300)
-    pip = [str(env_python(env)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input"]
+    # --no-compile: a host compiles what it imports on its first start and keeps it (hosts write bytecode); pip
+    # would compile every file on one core (the Mem0 environment: 15,000, most never imported)
+    pip = [str(env_python(env)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input",
+           "--no-compile"]
     if spec.constraints:
         (env / "constraints.txt").write_text("".join(line + "\n" for line in spec.constraints))
         pip += ["-c", str(env / "constraints.txt")]

@@ -13,8 +13,7 @@ from locomo_kit.systems.host_process import SystemHost, SystemHostError
 
 # Nothing in a host may reach a model hub or phone home
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-               "ANONYMIZED_TELEMETRY": "False", "MEM0_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false",
-               "PYTHONDONTWRITEBYTECODE": "1"}
+               "ANONYMIZED_TELEMETRY": "False", "MEM0_TELEMETRY": "False", "TOKENIZERS_PARALLELISM": "false"}
 
 
 # One math thread unless the caller sets its own: on a shared 2-core machine torch's MiniLM embedded one

@@ -56,9 +56,12 @@ SHARED = "shared"  # the host's key of a server shared by every conversation
 
 
 def server_environment(profile: Profile) -> EnvironmentSpec:
-    """The environment the server runs in (built by the kit on first use, cached)."""
+    """The environment the server runs in (built by the kit on first use, cached). A server that needs nothing but
+    the MCP SDK the kit's client speaks through runs in the client's environment: the same packages, built once."""
     if profile.kit_environment:
         return KIT_ENVIRONMENTS[profile.kit_environment]
+    if profile.pip == CLIENT_ENV.steps[0] and not profile.npm and profile.python in (None, CLIENT_ENV.python_version):
+        return CLIENT_ENV
     return EnvironmentSpec(system=f"mcp-{profile.name}", version=profile.pinned_version or "unpinned",
                            steps=(profile.pip,) if profile.pip else (), python=profile.python, npm=profile.npm)
 
