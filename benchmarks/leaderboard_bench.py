@@ -37,6 +37,7 @@ from pathlib import Path
 from locomo_kit.dataset import load_dataset
 from locomo_kit.paths import default_dataset_path, outputs_dir
 from locomo_kit.pipeline.leaderboard import parse_systems
+from locomo_kit.pipeline.leaderboard import apart_systems
 from locomo_kit.pipeline.parallel import default_jobs
 from locomo_kit.runs import git_commit
 from locomo_kit.testing.same_results import results
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     samples = [c.sample_id for c in load_dataset(default_dataset_path())]
     if not counts or any(not 1 <= c <= len(samples) for c in counts):
         ap.error(f"--conversations takes counts from 1 to {len(samples)}, e.g. 1,3,10")
-    jobs = args.jobs or default_jobs([e.name for e in entries])
+    jobs = args.jobs or default_jobs([e.name for e in entries], apart=apart_systems(entries, sample="all"))
     real_outputs = outputs_dir()
     root = real_outputs / "bench" / "leaderboard-runs"
     result: dict = {"systems": names, "context_budget": args.context_budget, "limit": args.limit, "jobs": jobs,

@@ -64,6 +64,19 @@ def test_the_default_is_the_cores_capped_by_memory_and_by_the_systems():
     assert default_jobs(["mcp:somewhere", "dense", "bm25"], cpu=8, memory_mib=2.5 * ASSUMED_MIB / 0.8) == 2
 
 
+def test_a_system_that_splits_its_conversations_counts_its_peak_once_a_process():
+    five = ["memworker", "mempalace", "mem0", "bm25", "dense"]
+    palace, largest = PEAK_MIB["mempalace"], max(PEAK_MIB[n] for n in five)
+    # N jobs at once, the last MemPalace's split over N processes: N - 1 of the largest beside N of MemPalace's
+    for n in (2, 3, 4):
+        just = ((n - 1) * largest + n * palace) / 0.8
+        assert default_jobs(five, apart={"mempalace"}, cpu=16, memory_mib=just) == n
+        assert default_jobs(five, apart={"mempalace"}, cpu=16, memory_mib=just - 1) == n - 1
+    # one system alone: its conversations take the cores (not capped by the one system)
+    assert default_jobs(["mempalace"], apart={"mempalace"}, cpu=4, memory_mib=64_000) == 4
+    assert default_jobs(["mempalace"], cpu=4, memory_mib=64_000) == 1  # one conversation: nothing to split
+
+
 def test_jobs_in_one_process_start_longest_first_and_those_split_by_conversation_last():
     five = ["memworker", "mempalace", "mem0", "bm25", "dense"]
     assert start_order(five) == ["mempalace", "mem0", "dense", "memworker", "bm25"]

@@ -178,6 +178,12 @@ def system_job(entry: Entry, *, settings: BoardSettings, log: Callable[[str], No
     return outcome
 
 
+def apart_systems(entries: Sequence[Entry], *, sample: str) -> set[str]:
+    """The systems among ``entries`` that may split their conversations over processes on ``sample``."""
+    several = sample == "all" or "," in sample
+    return {e.name for e in entries if several and _apart(e.name)}
+
+
 def _apart(name: str) -> bool:
     """Whether the system's conversations each have a store of their own (False where its adapter cannot load yet:
     its job says why)."""
@@ -205,8 +211,7 @@ def parallel_outcomes(entries: Sequence[Entry], *, settings: BoardSettings, jobs
         calls = replace(calls, log=print)  # the caller's own function may not pickle; each job gets its own
     settings = replace(settings, calls=calls)
     lines = Lines([e.spec for e in entries], log=None if log is print else log)
-    several = settings.sample == "all" or "," in settings.sample  # conversations a system may split
-    apart = {e.name for e in entries if several and _apart(e.name)}
+    apart = apart_systems(entries, sample=settings.sample)
     order = {name: i for i, name in enumerate(start_order([e.name for e in entries], apart=apart))}
     started = sorted(entries, key=lambda e: order[e.name])
     results = {res.name: res for res in run_jobs([
@@ -257,7 +262,7 @@ def run_leaderboard(systems: str | Sequence[str], *, sample: str = "conv-26",
     log = calls.log if calls else print
     jobs = calls.jobs if calls else 1
     if jobs is None:
-        jobs = default_jobs([e.name for e in entries])
+        jobs = default_jobs([e.name for e in entries], apart=apart_systems(entries, sample=sample))
     check_jobs(jobs)
     if calls is not None:
         calls = replace(calls, jobs=jobs)  # each system's conversations too, where they are apart

@@ -12,7 +12,7 @@ already on disk: rerunning the same command resumes); a job still alive after a 
 terminated. Then :class:`KeyboardInterrupt` is raised here.
 
 :func:`start_order` orders them (the console keeps the given order). :func:`default_jobs` picks how many run at once: the machine's cores, capped by its available memory
-divided by the largest peak among the jobs to run (:data:`PEAK_MIB`), and by the number of jobs.
+over the peaks of the jobs to run (:data:`PEAK_MIB`), and by the number of jobs.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from locomo_kit.reports.numbers import num
 # Worker, or the host in its own environment), measured with --jobs 2 on all ten conversations (docs/leaderboard.md,
 # "Running systems in parallel"; larger than one conversation's) and rounded up. ASSUMED_MIB stands for any system
 # not listed (an MCP server, claude-mem's client, a plugin): not measured.
-# MemPalace's counts its job split over two processes (its conversations' processes each open a host of their own).
-PEAK_MIB = {"memworker": 900, "bm25": 600, "dense": 1100, "mempalace": 3100, "mem0": 1900}
+# A job that splits its conversations over N processes (each opens a host of its own) counts N times its peak: MemPalace
+# in one process 1,742 MiB, split over two 2,993 MiB for the whole job.
+PEAK_MIB = {"memworker": 900, "bm25": 600, "dense": 1100, "mempalace": 1800, "mem0": 1900}
 ASSUMED_MIB = 1500
 # Seconds of one system's leaderboard job on all ten conversations, one process each (the same measurement), for
 # the order jobs start in (start_order). ASSUMED_S stands for any system not listed.
@@ -94,15 +95,28 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def default_jobs(names: Sequence[str], *, cpu: int | None = None, memory_mib: float | None = None) -> int:
-    """How many of the jobs ``names`` (system names) to run at once: the cores, capped by the available memory
-    (its :data:`MEMORY_HEADROOM` share) over the largest need among them (:data:`PEAK_MIB`, else
-    :data:`ASSUMED_MIB`), and by their number."""
+def default_jobs(names: Sequence[str], *, apart: Collection[str] = (), cpu: int | None = None,
+                 memory_mib: float | None = None) -> int:
+    """How many of the jobs ``names`` (system names) to run at once: the cores, capped by their number and by the
+    available memory (its :data:`MEMORY_HEADROOM` share) over what N jobs need at most (:data:`PEAK_MIB`, else
+    :data:`ASSUMED_MIB`): N times the largest peak, or, where a system in ``apart`` may split its conversations
+    over N processes (the last job to start), N - 1 of the largest beside N of that system's. With a system in
+    ``apart``, N is not capped by the number of systems."""
     cpu = cpu or cores()
     memory_mib = available_mib() if memory_mib is None else memory_mib
-    largest = max(PEAK_MIB.get(n, ASSUMED_MIB) for n in names) if names else 1
-    by_memory = cpu if memory_mib is None else int(memory_mib * MEMORY_HEADROOM // largest)
-    return max(1, min(cpu, by_memory, len(names) or 1))
+    if not names:
+        return 1
+    largest = max(PEAK_MIB.get(n, ASSUMED_MIB) for n in names)
+    split = max((PEAK_MIB.get(n, ASSUMED_MIB) for n in names if n in apart), default=0)
+
+    def need(n: int) -> float:
+        return (n - 1) * largest + (n * split if split and n > 1 else largest)
+
+    cap = cpu if split else min(cpu, len(names))
+    if memory_mib is None:
+        return max(1, cap)
+    fitting = [n for n in range(1, cap + 1) if need(n) <= memory_mib * MEMORY_HEADROOM]
+    return max(fitting, default=1)
 
 
 def start_order(names: Sequence[str], *, apart: Collection[str] = ()) -> list[str]:
