@@ -36,8 +36,7 @@ from pathlib import Path
 
 from locomo_kit.dataset import load_dataset
 from locomo_kit.paths import default_dataset_path, outputs_dir
-from locomo_kit.pipeline.leaderboard import parse_systems
-from locomo_kit.pipeline.leaderboard import apart_systems
+from locomo_kit.pipeline.leaderboard import apart_systems, parse_systems
 from locomo_kit.pipeline.parallel import default_jobs
 from locomo_kit.runs import git_commit
 from locomo_kit.testing.same_results import results

@@ -168,3 +168,18 @@ def test_duplicate_samples_rejected(tmp_path, dataset_path):
     s = _one_sample(dataset_path)
     with pytest.raises(DatasetError, match="duplicate sample_id"):
         load_dataset(_write(tmp_path, json.dumps([s, s])))
+
+
+def test_a_file_read_again_is_parsed_again_only_when_it_changed(tmp_path, dataset_path):
+    """Each stage reads the dataset again: the parse is kept while the file is unchanged, and a file rewritten in
+    place (a fetch, an edit) is read anew."""
+    path = tmp_path / "locomo10.json"
+    raw = json.loads(dataset_path.read_text())
+    path.write_text(json.dumps(raw))
+    first, again = load_dataset(path), load_dataset(path)
+    assert again == first and again is not first and again[0] is first[0]  # a list of its own, shared conversations
+    path.write_text(json.dumps(raw[:2]))
+    assert [c.sample_id for c in load_dataset(path)] == [c.sample_id for c in first[:2]]
+    path.write_text(json.dumps(raw[:2])[:-1])  # broken where it was good: the error, not the earlier parse
+    with pytest.raises(DatasetError, match="not valid JSON"):
+        load_dataset(path)

@@ -35,6 +35,10 @@ class Summary:
         return asdict(self)
 
 
+# intervals drawn in this process: a report and a leaderboard's page summarise the same scores more than once
+_INTERVALS: dict[tuple[bytes, float, int, int], tuple[float, float]] = {}
+
+
 def bootstrap_ci(values: Sequence[float], level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
                  seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean."""
@@ -53,10 +57,6 @@ def bootstrap_ci(values: Sequence[float], level: float = 0.95, resamples: int = 
         low, high = np.quantile(means, [alpha, 1 - alpha])
         _INTERVALS[key] = (float(low), float(high))
     return _INTERVALS[key]
-
-
-# intervals drawn in this process: a report and a leaderboard's page summarise the same scores more than once
-_INTERVALS: dict[tuple[bytes, float, int, int], tuple[float, float]] = {}
 
 
 def wilson_ci(successes: float, n: int, level: float = 0.95) -> tuple[float, float]:
