@@ -44,8 +44,9 @@ run: data
 # pytest's conftest.py removes API keys and sends every output to a temporary folder; --durations lists the
 # slowest tests at the end (`pytest -m "not integration"` leaves out npm, peer environments, llama.cpp, Chromium).
 # The tests run on TEST_WORKERS processes (pytest-xdist), a module's tests on one of them, in the order
-# tests/conftest.py gives (the longest modules first); TEST_WORKERS=0 runs them in this one process.
-TEST_WORKERS ?= 3
+# tests/conftest.py gives (the longest modules first); TEST_WORKERS=0 runs them in this one process. More workers
+# than cores: many tests wait (on a server, a timeout, a download) while others compute.
+TEST_WORKERS ?= 4
 test: data $(EXTRAS)
 	$(BIN)/ruff check .
 	@# the tests start many Python processes: the kit compiled once here, not in each where PYTHONDONTWRITEBYTECODE is set
