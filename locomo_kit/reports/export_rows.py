@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from locomo_kit.reports.numbers import missing
 from locomo_kit.reports.question_records import QuestionRecords, RunQuestions, run_questions
 from locomo_kit.runs import RunFolder
@@ -57,6 +55,8 @@ def flat_row(read: RunQuestions, q: QuestionRecords) -> dict[str, Any]:
 
 def export_run(run: RunFolder, fmt: str = "csv", output: str | Path | None = None) -> tuple[Path, int]:
     """Write the run's per-question rows as CSV or Parquet; returns the path and the row count."""
+    import pandas as pd  # deferred: a heavy import
+
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     frame = pd.DataFrame(question_rows(run))

@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt  # the backend is matplotlib's choice: Agg without a display, inline in a notebook
 import numpy as np
-import seaborn as sns
 
 from locomo_kit.dataset import CATEGORY_NAMES
 from locomo_kit.reports.baselines import MEM0_F1, MEM0_J
@@ -21,11 +19,22 @@ CAT_LABELS = [f"{c} {CATEGORY_NAMES[c]}" for c in CATS]
 _WHO: dict[str, str] = {"label": ""}  # the system (and source) every figure names, set by write_figures
 
 
+def plotting():
+    """matplotlib's pyplot and seaborn, imported when a figure is drawn, not with the kit: every process would pay
+    for them (1.5 of the 2 CPU-seconds importing the kit took). The backend is matplotlib's choice: Agg without
+    a display, inline in a notebook."""
+    import matplotlib.pyplot as plt  # deferred: a heavy import
+    import seaborn as sns  # deferred: a heavy import
+
+    return plt, sns
+
+
 def save_figure(fig, path: Path, dpi: int = 150, label: str = "", rect: tuple[float, float, float, float] | None = None,
                 tight: bool = True) -> Path:
     """The one way the kit writes a figure: laid out tight (leaving room for ``label``, the system a
     figure names, at its bottom right; ``rect``: the part of the figure the panels fill, leaving room
     for a legend), into a folder made if missing, then closed."""
+    plt, _ = plotting()
     if label:
         fig.text(0.995, 0.005, label, ha="right", va="bottom", fontsize=7, color="#444444")
     if tight:  # else the caller laid the figure out itself
@@ -39,6 +48,7 @@ def save_figure(fig, path: Path, dpi: int = 150, label: str = "", rect: tuple[fl
 def categories_vs_baselines(summary: dict[str, Any], path: Path) -> Path:
     """This run's per-category score with its 95% interval beside the Mem0 paper's: Mem0-style J
     (the judge named) when the run was judged with the mem0 protocol, else Mem0's set-based F1."""
+    plt, sns = plotting()
     j_rows = {r["category"]: r for r in summary["judge"]["mem0"]}
     judges = [m for p, m, _, _ in summary["judge"]["models"] if p == "mem0"]
     if any(isinstance(k, int) for k in j_rows):
@@ -81,6 +91,7 @@ def categories_vs_baselines(summary: dict[str, Any], path: Path) -> Path:
 
 
 def latency(answers: list[dict], path: Path) -> Path:
+    plt, sns = plotting()
     search = [a["search_latency_ms"] for a in answers if a.get("search_latency_ms") is not None]
     answer = [a["answer_latency_ms"] for a in answers]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -101,6 +112,7 @@ def latency(answers: list[dict], path: Path) -> Path:
 
 
 def f1_distribution(scores: list[dict], path: Path) -> Path:
+    plt, _ = plotting()
     cats = sorted({s["category"] for s in scores})
     data = [[s["locomo_f1"] for s in scores if s["category"] == c] for c in cats]
     fig, ax = plt.subplots(figsize=(9, 4))
@@ -113,6 +125,7 @@ def f1_distribution(scores: list[dict], path: Path) -> Path:
 
 
 def hit_correct(matrix: dict, basis: str, path: Path) -> Path:
+    plt, sns = plotting()
     grid = np.array([[matrix[(True, True)], matrix[(True, False)]], [matrix[(False, True)], matrix[(False, False)]]])
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     sns.heatmap(grid, annot=True, fmt="d", cmap="Blues", cbar=False, ax=ax,
@@ -123,6 +136,7 @@ def hit_correct(matrix: dict, basis: str, path: Path) -> Path:
 
 
 def per_conversation(rows: list[dict], path: Path) -> Path:
+    plt, _ = plotting()
     fig, ax = plt.subplots(figsize=(max(5, len(rows) * 0.9), 3.8))
     ax.bar([r["sample_id"] for r in rows], [r["locomo_f1"] for r in rows], color="#55A868", edgecolor="black")
     ax.set_xlabel("conversation (sample_id)")

@@ -5,15 +5,18 @@ per judged protocol; and where the run's report is."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def category_table(summary: dict[str, Any]) -> pd.DataFrame:
     """Per category (and overall) of a run summary (:func:`locomo_kit.reports.summary.summarize_run`): ``n``,
     ``official F1 %`` with ``95% CI low``/``high``, ``Mem0 F1 %``, ``evidence recall %`` (within the context the
     answerer saw), ``answer in context %`` and ``J <protocol>`` for each judged protocol; missing figures are NaN."""
+    import pandas as pd  # deferred: a heavy import
+
     def by_cat(rows: list[dict]) -> dict:
         return {r["category"]: r for r in rows or []}
 

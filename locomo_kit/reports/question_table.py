@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-import pandas as pd
-
 from locomo_kit.dataset import Conversation, DatasetError, load_dataset
 from locomo_kit.paths import default_dataset_path
 from locomo_kit.reports.errors import correctness, failure
@@ -166,6 +164,8 @@ def question_frame(table: dict[str, Any], gold: str = "original"):
     """The table as a pandas DataFrame (one row per question) to filter in a notebook: the question's
     columns, then per run ``<name> correct``, ``<name> evidence reached`` (evidence recall in the context),
     ``<name> failure`` (memory / answerer), ``<name> F1`` and ``<name> answer``."""
+    import pandas as pd  # deferred: a heavy import (most processes of the kit never make a frame)
+
 
     records = []
     for q in table["questions"]:

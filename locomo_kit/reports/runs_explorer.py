@@ -17,13 +17,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import jinja2
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.colors import ListedColormap
-from matplotlib.patches import Patch
 
 from locomo_kit.paths import write_atomic
-from locomo_kit.reports.figures import save_figure
+from locomo_kit.reports.figures import plotting, save_figure
 from locomo_kit.reports.flips import flip_counts, flip_lines
 from locomo_kit.reports.html import TEMPLATES, render_markdown, render_page
 from locomo_kit.reports.numbers import num
@@ -78,6 +75,10 @@ def agreement_figure(table: dict[str, Any], path: Path, gold: str = "original", 
     """Which runs answer which questions: one row per run, one column per question, questions sorted by how
     many runs get them right (then by which); each cell coloured right / why wrong. Above: how many runs
     get each question right; at the right: each run's accuracy."""
+    from matplotlib.colors import ListedColormap  # deferred: a heavy import
+    from matplotlib.patches import Patch  # deferred: a heavy import
+
+    plt, _ = plotting()
     runs = table["runs"]
     questions = table["questions"]
     codes = np.zeros((len(runs), len(questions)), dtype=int)
