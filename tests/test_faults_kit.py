@@ -92,6 +92,32 @@ def test_a_torn_tail_is_cut_before_the_next_append(tmp_path):
     assert list(run.records("answers.jsonl")) == [{"q": 1}, {"q": 2, "prediction": "whole"}]
 
 
+def _append_many(folder: str, writer: int, count: int) -> None:
+    run = RunFolder("r", root=Path(folder))
+    for i in range(count):  # long lines, as an answer with its retrieved context: written page by page
+        run.append("answers.jsonl", {"writer": writer, "i": i, "context": f"{writer}:{i} " * 12_000})
+
+
+def test_processes_appending_to_one_file_at_once_lose_no_line(tmp_path):
+    """A system's conversations split over processes append to the same record files: none may take another's
+    line, half written, for a torn tail to cut (MemPalace once lost one answer of 1,540 that way)."""
+    import multiprocessing
+    import warnings
+
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_append_many, args=(str(tmp_path), w, 300)) for w in range(3)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(300)
+    assert [proc.exitcode for proc in procs] == [0, 0, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an unreadable line would only warn
+        records = list(RunFolder("r", root=tmp_path).records("answers.jsonl"))
+    assert sorted((r["writer"], r["i"]) for r in records) == [(w, i) for w in range(3) for i in range(300)]
+    assert all(r["context"] == f"{r['writer']}:{r['i']} " * 12_000 for r in records)
+
+
 def test_a_full_disk_ends_the_run_with_a_clear_message_and_no_torn_line(tmp_path, dataset_path):
     with small_filesystem(tmp_path, size="4m") as fs:
         run = RunFolder("r", root=fs)

@@ -15,6 +15,7 @@ write that fails (disk full, read-only) raises :class:`RunStorageError`, saying 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -38,15 +39,26 @@ PARSED_FILES = 16
 _PARSED: dict[tuple[str, int, int, int], list[dict[str, Any]]] = {}
 
 
+def _lock(fd: int, kind: int) -> None:
+    """``flock`` the file (released when it is closed, or its process dies); a file system without locks leaves
+    writers to the caller, as before."""
+    try:
+        fcntl.flock(fd, kind)
+    except OSError:
+        pass
+
+
 def _parse_records(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                warnings.warn(f"{path}:{number}: skipping an unreadable record (interrupted write?)")
+        _lock(fh.fileno(), fcntl.LOCK_SH)  # not while another process is halfway through a line (append)
+        text = fh.read()
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError:
+            warnings.warn(f"{path}:{number}: skipping an unreadable record (interrupted write?)")
 
 TRACKED_PACKAGES = ("locomo-kit", "httpx", "anthropic", "openai", "nltk", "numpy", "pandas", "papermill")
 
@@ -255,12 +267,16 @@ class RunFolder:
 
     # -- records ------------------------------------------------------------------------------
     def append(self, name: str, record: dict[str, Any]) -> None:
-        """Append one record as one whole line (a torn tail left by a crash is cut off first)."""
+        """Append one record as one whole line (a torn tail left by a crash is cut off first). Writers take turns
+        on the file (an exclusive ``flock``, released when a writer's process dies): processes that append to one
+        file at once (a system's conversations split over processes) would otherwise see each other's line half
+        written, as a torn tail to cut."""
         path = self.path / name
         line = (json.dumps(record, default=str, ensure_ascii=False) + "\n").encode("utf-8")
         try:
             self.create()
             with open(path, "ab", buffering=0) as fh:
+                _lock(fh.fileno(), fcntl.LOCK_EX)
                 size = _cut_torn_tail(path, fh, fh.seek(0, os.SEEK_END))
                 try:
                     view = memoryview(line)
