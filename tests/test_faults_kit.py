@@ -118,6 +118,31 @@ def test_processes_appending_to_one_file_at_once_lose_no_line(tmp_path):
     assert all(r["context"] == f"{r['writer']}:{r['i']} " * 12_000 for r in records)
 
 
+def test_an_answer_reported_done_but_not_on_disk_fails_the_run_and_a_rerun_answers_it(offline_outputs_dir, monkeypatch,
+                                                                                      capsys):
+    """The answer stage checks its own records as it checks a system's: an answer it counted but did not write
+    (a lost line) makes the run exit 1, not a smaller result; the same command again answers what is missing."""
+    from locomo_kit.cli import main
+
+    real, dropped = RunFolder.append, []
+
+    def losing_one(self, name, record):
+        if name == "answers.jsonl" and record.get("status") == "ok" and not dropped:
+            dropped.append((record["sample_id"], record["question_index"]))
+            return None
+        return real(self, name, record)
+
+    argv = ["run", "--sample", "conv-26@s1", "--system", "bm25", "--limit", "3"]
+    monkeypatch.setattr(RunFolder, "append", losing_one)
+    assert main(argv) == 1
+    printed = capsys.readouterr()
+    assert "1 answer(s) reported done are not in" in printed.out + printed.err
+    assert f"first: {dropped[0][0]} q{dropped[0][1]}" in printed.out + printed.err
+    monkeypatch.setattr(RunFolder, "append", real)
+    assert main(argv) == 0
+    assert "official F1" in capsys.readouterr().out
+
+
 def test_a_full_disk_ends_the_run_with_a_clear_message_and_no_torn_line(tmp_path, dataset_path):
     with small_filesystem(tmp_path, size="4m") as fs:
         run = RunFolder("r", root=fs)

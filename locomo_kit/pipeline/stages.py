@@ -36,7 +36,7 @@ from locomo_kit.qa.system_search import check_query_strategy, retrieval_label
 from locomo_kit.reports.judge_findings import console_lines
 from locomo_kit.reports.markdown import build_report
 from locomo_kit.runs import RunConfig, RunFolder, utc_now
-from locomo_kit.runs.records import load_answers
+from locomo_kit.runs.records import ANSWERS_FILE, load_answers
 from locomo_kit.scoring.gold import audit_for, keys_for
 from locomo_kit.scoring.gold_judging import audited_answers, calibration_answers
 from locomo_kit.scoring.judge import Judge as LLMJudge
@@ -207,6 +207,10 @@ def run_answer(sample: str = "conv-26", *, system: SystemSpec | ResolvedSystem |
         summary = QARunner(answer, llm=llm).run(run, conversations, calls.concurrency, calls.progress, settings)
     outcome = answer_outcome(summary, total=n)
     outcome.notes += warnings
+    lost = answers_not_on_disk(run, conversations=conversations, answer=answer)
+    if outcome.ok and lost:
+        outcome.problems.append(f"{len(lost)} answer(s) reported done are not in {run.path / ANSWERS_FILE} "
+                                f"(first: {lost[0][0]} q{lost[0][1]}); rerun the same command to answer them")
     usage = {"input_tokens": sum(r.input_tokens for r in summary.records if not r.cached),
              "output_tokens": sum(r.output_tokens for r in summary.records if not r.cached)}
     run.update_manifest(answer={"finished_at": utc_now(), "answered": summary.answered, "failed": summary.failed,
@@ -219,6 +223,17 @@ def run_answer(sample: str = "conv-26", *, system: SystemSpec | ResolvedSystem |
             run.update_manifest(answer={"outcome": outcome.as_record()})
     summary.outcome = outcome
     return run, summary
+
+
+def answers_not_on_disk(run: RunFolder, *, conversations: list[Conversation], answer: AnswerConfig) -> list[tuple[str, int]]:
+    """The questions asked that the run folder holds no answer for (done or failed): what the answer stage reported
+    is checked against what it wrote, as a system's acknowledgements are against what it holds."""
+    asked = [(c.sample_id, q.index) for c in conversations
+             for q in questions(c, answer.include_adversarial)[:answer.limit]]
+    key = answer.key()
+    recorded = {(r["sample_id"], int(r["question_index"])) for r in run.records(ANSWERS_FILE)
+                if r.get("config_key") == key}
+    return [q for q in asked if q not in recorded]
 
 
 def _answer_key(run: RunFolder, config_key: str | None) -> str | None:
