@@ -43,7 +43,8 @@ from locomo_kit.testing.same_results import results
 
 SYSTEMS = "memworker,mempalace,mem0,bm25,dense"
 TARGET_S = 10 * 60
-DONE = re.compile(r"^(?P<name>\S+)\s+\| done in (?P<s>[\d,.]+) s(?:, peak (?P<mib>[\d,.]+) MiB)?")
+DONE = re.compile(r"^(?P<name>\S+)\s+\| done in (?P<s>[\d,.]+) s(?:, (?P<cpu>[\d,.]+) CPU-s)?"
+                  r"(?:, peak (?P<mib>[\d,.]+) MiB)?")
 
 
 def _load() -> list[float] | None:
@@ -82,6 +83,8 @@ def run_command(argv: list[str], outputs: Path, names: list[str]) -> dict:
         done = DONE.match(line)
         if done and done.group("name") in systems:
             systems[done.group("name")]["seconds"] = float(done.group("s").replace(",", ""))
+            if done.group("cpu"):
+                systems[done.group("name")]["cpu_s"] = float(done.group("cpu").replace(",", ""))
             if done.group("mib"):
                 systems[done.group("name")]["peak_mib"] = float(done.group("mib").replace(",", ""))
     code = proc.wait()

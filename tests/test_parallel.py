@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from dataclasses import replace
 
 import pytest
@@ -42,6 +43,14 @@ def test_each_job_runs_in_its_own_process_and_a_failure_stays_its_own():
     text = out.getvalue()
     assert "a     | working on alpha" in text and "fails | about to fail" in text
     assert "fails | FAILED: ValueError: this job fails on purpose" in text and "a     | done in" in text
+
+
+def test_a_jobs_cpu_seconds_count_the_children_it_started():
+    out = io.StringIO()
+    [busy] = run_jobs([Job("busy", call=parallel_jobs.busy_child, kwargs={"seconds": 0.6})], workers=1,
+                      lines=Lines(["busy"], out=out, live=False))
+    assert busy.error is None and busy.cpu_s is not None and busy.cpu_s >= 0.6  # its host-like child's CPU included
+    assert re.search(r"busy \| done in [\d,]+ s, [\d,]+ CPU-s, peak [\d,]+ MiB", out.getvalue())
 
 
 def test_the_live_console_keeps_one_line_per_job():

@@ -66,6 +66,7 @@ class JobResult:
     seconds: float = 0.0
     peak_rss_mib: float | None = None  # the job's own process
     peak_child_rss_mib: float | None = None  # its largest child process (a peer system's host), if any
+    cpu_s: float | None = None  # CPU seconds (user + system) of the job's process and the children it waited for
 
     @property
     def peak_mib(self) -> float | None:
@@ -137,6 +138,20 @@ def _peak_mib(who: int) -> float:
     return resource.getrusage(who).ru_maxrss / 1024  # kilobytes on Linux
 
 
+def _cpu_s() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def done_line(result: JobResult) -> str:
+    """A finished job's line: ``done in 418 s, 690 CPU-s, peak 1,610 MiB`` (or what failed)."""
+    if result.error:
+        return f"FAILED: {result.error}"
+    cpu = f", {num(result.cpu_s, 0)} CPU-s" if result.cpu_s is not None else ""
+    peak = f", peak {num(result.peak_mib, 0)} MiB" if result.peak_mib else ""
+    return f"done in {num(result.seconds, 0)} s{cpu}{peak}"
+
+
 def _work(job: Job, messages: Any) -> None:
     """A job's process: run it, send its log lines and then its result (or that it was interrupted)."""
     start = time.monotonic()
@@ -156,6 +171,7 @@ def _work(job: Job, messages: Any) -> None:
     result.seconds = round(time.monotonic() - start, 1)
     result.peak_rss_mib = round(_peak_mib(resource.RUSAGE_SELF), 1)
     result.peak_child_rss_mib = round(_peak_mib(resource.RUSAGE_CHILDREN), 1) or None
+    result.cpu_s = round(_cpu_s(), 1)
     try:
         messages.put(("done", job.name, result))
     except Exception as exc:  # a value that does not pickle: say so rather than hang the parent
@@ -241,9 +257,7 @@ def run_jobs(jobs: Sequence[Job], *, workers: int, lines: Lines | None = None,
             elif kind == "done":
                 results[name] = payload
                 running.pop(name).join()
-                peak = f", peak {num(payload.peak_mib, 0)} MiB" if payload.peak_mib else ""
-                lines.set(name, f"done in {num(payload.seconds, 0)} s{peak}" if not payload.error
-                          else f"FAILED: {payload.error}")
+                lines.set(name, done_line(payload))
     except KeyboardInterrupt:
         stop(list(running.values()), grace_s=grace_s)
         raise

@@ -18,3 +18,13 @@ def fail(*, log: Callable[[str], None]) -> None:
 
 def die(*, code: int, log: Callable[[str], None]) -> None:
     os._exit(code)  # no word back: as a process killed by the kernel
+
+
+def busy_child(*, seconds: float, log: Callable[[str], None]) -> None:
+    """Keep a child process (as a peer's host) busy on the CPU for ``seconds``, then wait for it."""
+    import subprocess
+    import sys
+
+    code = f"import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    log("its child is done")
