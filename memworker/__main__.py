@@ -88,8 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         app = create_app(settings)
     except StoreError as exc:
         return _refuse(str(exc))
+    n = max(1, settings.embed_threads)
+    threads = f" on {n} thread{'s' if n > 1 else ''}" if settings.embedder == "minilm" else ""
     print(f"memworker on http://{settings.host}:{settings.port} db={settings.db_path} "
-          f"embedder={settings.embedder} extractor={settings.extractor}", flush=True)
+          f"embedder={settings.embedder}{threads} extractor={settings.extractor}", flush=True)
     TimedHttpToolsProtocol.request_timeout = settings.header_timeout
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level, http=TimedHttpToolsProtocol,
                 timeout_graceful_shutdown=5)

@@ -14,6 +14,7 @@ class Settings:
     db_path: str = str(Path.home() / ".memworker" / "memworker.db")  # the SQLite database (one Worker per database)
     token: str = ""  # bearer token; empty = no authentication (loopback only)
     embedder: str = "minilm"  # minilm | hashing
+    embed_threads: int = 2  # threads the minilm embedder computes on (the same vectors; 1 spends less CPU where other processes share the cores)
     extractor: str = "rules"  # rules | llm
     llm_provider: str = "openai"  # for the llm extractor: openai | anthropic
     llm_model: str = ""  # for the llm extractor: the model name

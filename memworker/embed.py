@@ -121,9 +121,9 @@ class HashingEmbedder:
         return _normalise(out)
 
 
-def make_embedder(name: str) -> Embedder:
+def make_embedder(name: str, *, threads: int = 2) -> Embedder:
     if name == "minilm":
-        return MiniLMOnnx()
+        return MiniLMOnnx(threads=max(1, threads))
     if name == "hashing":
         return HashingEmbedder()
     raise ValueError(f"Unknown embedder {name!r}: choose 'minilm' or 'hashing'")

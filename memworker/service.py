@@ -110,7 +110,7 @@ class MemoryService:
         """Load the embedder and start the queue processor, in the background."""
         def boot() -> None:
             if self.embedder is None:
-                self.embedder = make_embedder(self.settings.embedder)
+                self.embedder = make_embedder(self.settings.embedder, threads=self.settings.embed_threads)
             self.static = self._make_static()
             self.ready.set()
             self._run()

@@ -346,6 +346,21 @@ def test_jobs_2_makes_the_runs_and_records_of_jobs_1(one_after_another, tmp_path
     assert "memworker | done in" in printed and "bm25      | done in" in printed  # one line per system
 
 
+def test_a_parallel_job_has_the_embedded_worker_embed_on_one_thread_unless_the_user_chose(monkeypatch):
+    import locomo_kit.pipeline.leaderboard as board
+
+    seen = []
+    monkeypatch.setattr(board, "run_system", lambda entry, **kw: seen.append(os.environ.get("MEMWORKER_EMBED_THREADS"))
+                        or board.SystemOutcome(entry))
+    settings = board.BoardSettings(sample="conv-30", retrievals=(), answerer=None, judge=None, calls=None)
+    entry = parse_systems("memworker")[0]
+    monkeypatch.delenv("MEMWORKER_EMBED_THREADS", raising=False)
+    board.system_job(entry, settings=settings)
+    monkeypatch.setenv("MEMWORKER_EMBED_THREADS", "2")
+    board.system_job(entry, settings=settings)
+    assert seen == ["1", "2"]
+
+
 def test_ctrl_c_stops_every_job_and_a_rerun_completes_them(one_after_another, tmp_path):
     """SIGINT to the command (as Ctrl-C sends it) once both systems' jobs have started: it exits 130 with no job
     process left; the same command again finishes, with the records of an uninterrupted run."""

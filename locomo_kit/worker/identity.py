@@ -20,7 +20,8 @@ from locomo_kit.runs.records import INGEST_FILE, done_sessions
 # settings that say where a Worker runs, not what it answers
 PLACEMENT_SETTINGS = frozenset({"host", "port", "db_path", "token", "llm_api_key", "log_level", "max_body_bytes",
                                 "max_query_chars", "parent_pid", "allowed_hosts", "header_timeout", "static_cache",
-                                "search_concurrency", "max_attempts", "retry_base_seconds", "chunk_memories"})
+                                "search_concurrency", "max_attempts", "retry_base_seconds", "chunk_memories",
+                                "embed_threads"})
 
 
 # settings that change the memories a Worker forms from the same conversation (not how it searches them)
