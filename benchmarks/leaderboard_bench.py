@@ -5,8 +5,9 @@ For each number of conversations C (the first C of the dataset; 10 is ``--sample
 process of its own in an empty outputs folder (so every ingestion is cold), and records its wall time, the CPU
 seconds of the command and everything it started, each system's time (``--jobs 1``: from its ``== system ==``
 line to the next; ``--jobs N``: the ``done in`` of its line), CPU seconds and peak memory (``--jobs N``: its job's
-process and what it started; the peak: its process and largest child), and evidence recall and official F1 per system. Then it checks that ``--jobs N`` made the
-same runs and records as ``--jobs 1`` (answers, scores and the table, times left aside).
+process and what it started; the peak: its process and largest child), and evidence recall and official F1 per
+system. Then it checks that ``--jobs N`` made the same runs and records as ``--jobs 1`` (answers, scores and the
+table, times left aside).
 
 Prints a table and writes ``outputs/bench/leaderboard.json`` (rewritten after each command, so a stopped bench
 keeps what it measured); the runs stay in ``outputs/bench/leaderboard-runs/c<C>-j<J>/``.
