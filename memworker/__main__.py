@@ -73,7 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     overrides = {f.name: getattr(args, f.name, None) for f in fields(Settings)}
-    settings = Settings.from_env(**overrides)
+    try:
+        settings = Settings.from_env(**overrides)
+    except ValueError as exc:
+        return _refuse(str(exc))
     logging.basicConfig(level=args.log_level.upper())
     if settings.parent_pid:
         if os.getppid() != settings.parent_pid:

@@ -80,7 +80,12 @@ class Settings:
         for f in fields(cls):
             env = os.environ.get(f"MEMWORKER_{f.name.upper()}")
             if env is not None:
-                values[f.name] = type(getattr(cls(), f.name))(env)
+                kind = type(getattr(cls(), f.name))
+                try:
+                    values[f.name] = kind(env)
+                except ValueError:
+                    raise ValueError(f"MEMWORKER_{f.name.upper()}={env!r} is not a valid {kind.__name__} "
+                                     f"(its default: {getattr(cls(), f.name)!r})") from None
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -221,6 +221,15 @@ def test_a_corrupted_database_is_refused_at_start_with_what_to_do(tmp_path):
     assert "restore" in out.stderr.lower() or "move it aside" in out.stderr.lower()
 
 
+def test_a_malformed_setting_in_the_environment_is_refused_with_its_name(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "memworker", "--port", str(free_port()), "--db-path",
+                          str(tmp_path / "mw.db")], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "MEMWORKER_EMBED_THREADS": "two"})
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "MEMWORKER_EMBED_THREADS='two' is not a valid int (its default: 2)" in out.stderr
+    assert not (tmp_path / "mw.db").exists()  # refused before anything was created
+
+
 def test_a_garbage_file_is_refused_with_a_message(tmp_path):
     db = tmp_path / "mw.db"
     db.write_bytes(b"this is not a database\n" * 200)
